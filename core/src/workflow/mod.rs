@@ -1,0 +1,1 @@
+//! Workflow model, strict parsing of the orchestration-center JSON, and graph validation.
