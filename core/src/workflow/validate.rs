@@ -814,3 +814,641 @@ fn kahn(n: usize, successors: &Adjacency, mut in_degree: Vec<usize>) -> Vec<Step
     }
     order
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::workflow::model::{Edge, StepType};
+    use proptest::prelude::*;
+    use serde_json::{Value, json};
+
+    const EXAMPLE: &str = r#"{
+      "id": "psop-spn-cross-city-001",
+      "name": "SPN cross-city private-line diagnosis",
+      "description": "Diagnose in two cities in parallel, aggregate locally, then remediate and/or report",
+      "steps": [
+        {
+          "name": "diagnose",
+          "layer": 0,
+          "step_type": "AllSuccess",
+          "subtasks": [
+            { "agent": "spn_domain_agent_city1", "skill": "fault-diagnosis", "description": "Diagnose the private line in city 1" },
+            { "agent": "spn_domain_agent_city2", "skill": "fault-diagnosis", "description": "Diagnose the private line in city 2" }
+          ],
+          "next": [ { "step": "aggregate", "condition": "" } ]
+        },
+        {
+          "name": "aggregate",
+          "layer": 1,
+          "type": "SelfLoop",
+          "context_from": "diagnose",
+          "subtasks": [
+            { "agent": "transport_workbench_agent", "skill": "aggregate", "description": "Merge both city diagnoses" }
+          ],
+          "next": [
+            { "step": "remediate", "condition": "a hardware or tunnel fault was confirmed" },
+            { "step": "report",    "condition": null },
+            { "step": "end",       "condition": "no fault found" }
+          ]
+        },
+        {
+          "name": "remediate",
+          "layer": 2,
+          "step_type": "any_success",
+          "context_from": ["*"],
+          "subtasks": [
+            { "agent": "spn_domain_agent_city1", "skill": "remediation", "description": "Apply tunnel optimisation via city 1" },
+            { "agent": "spn_domain_agent_city2", "skill": "remediation", "description": "Apply tunnel optimisation via city 2" }
+          ],
+          "next": [ { "step": "endNode" } ]
+        },
+        {
+          "name": "report",
+          "layer": 2,
+          "step_type": "SELF_LOOP",
+          "context_from": [],
+          "subtasks": [
+            { "agent": "transport_workbench_agent", "skill": "report", "description": "Produce the final report for the requester" }
+          ]
+        }
+      ]
+    }"#;
+
+    /// A step named `name` with unconditional edges to `next`.
+    fn step(name: &str, next: &[&str]) -> Value {
+        json!({ "name": name, "next": next.iter().map(|t| json!({ "step": t })).collect::<Vec<_>>() })
+    }
+
+    fn validate(steps: Vec<Value>) -> Result<ValidatedWorkflow, WorkflowValidationError> {
+        let wf = Workflow::from_json_value(&json!({ "steps": steps })).expect("parses");
+        ValidatedWorkflow::new(wf)
+    }
+
+    fn problems(steps: Vec<Value>) -> Vec<ValidationProblem> {
+        validate(steps).expect_err("invalid").problems
+    }
+
+    fn only(steps: Vec<Value>, kind: ProblemKind) -> ValidationProblem {
+        let p = problems(steps);
+        assert_eq!(p.len(), 1, "{p:#?}");
+        assert_eq!(p[0].kind, kind, "{p:#?}");
+        p[0].clone()
+    }
+
+    fn edge(a: &str, b: &str) -> Option<(String, String)> {
+        Some((a.to_owned(), b.to_owned()))
+    }
+
+    #[test]
+    fn complete_example_validates() {
+        let v = parse_and_validate(EXAMPLE).expect("valid");
+        let id = |n: &str| v.step_id(n).expect(n);
+        let (diagnose, aggregate, remediate, report) = (
+            id("diagnose"),
+            id("aggregate"),
+            id("remediate"),
+            id("report"),
+        );
+        assert_eq!(v.len(), 4);
+        assert_eq!(
+            v.step_ids().collect::<Vec<_>>(),
+            [diagnose, aggregate, remediate, report]
+        );
+        assert_eq!(v.step_id("end"), None);
+        assert_eq!(v.step_id("nope"), None);
+
+        let types: Vec<StepType> = v.step_ids().map(|s| v.step(s).step_type).collect();
+        assert_eq!(
+            types,
+            [
+                StepType::AllSuccess,
+                StepType::SelfLoop,
+                StepType::AnySuccess,
+                StepType::SelfLoop
+            ]
+        );
+        assert_eq!(
+            v.context_sources(diagnose),
+            &ContextSources::DirectPredecessors
+        );
+        assert_eq!(
+            v.context_sources(aggregate),
+            &ContextSources::Named(vec![diagnose])
+        );
+        assert_eq!(v.context_sources(remediate), &ContextSources::AllAncestors);
+        assert_eq!(v.context_sources(report), &ContextSources::Nothing);
+
+        assert_eq!(
+            v.edges(diagnose),
+            [ResolvedEdge {
+                target: EdgeTarget::Step(aggregate),
+                condition: None
+            }]
+        );
+        let agg = v.edges(aggregate);
+        assert_eq!(agg.len(), 3);
+        assert_eq!(agg[0].target, EdgeTarget::Step(remediate));
+        assert!(agg[0].is_conditional());
+        assert_eq!(
+            agg[0].condition.as_deref(),
+            Some("a hardware or tunnel fault was confirmed")
+        );
+        assert_eq!(agg[1].target, EdgeTarget::Step(report));
+        assert!(!agg[1].is_conditional());
+        assert_eq!(agg[2].target, EdgeTarget::Terminal(TerminalMarker::End));
+        assert!(agg[2].is_conditional());
+        assert_eq!(agg[2].target_name(&v), "end");
+        assert_eq!(agg[1].target_name(&v), "report");
+        assert_eq!(
+            v.edges(remediate),
+            [ResolvedEdge {
+                target: EdgeTarget::Terminal(TerminalMarker::EndNode),
+                condition: None
+            }]
+        );
+        assert!(v.edges(report).is_empty());
+
+        assert_eq!(v.start_steps(), [diagnose]);
+        assert_eq!(v.predecessors(aggregate), [diagnose]);
+        assert_eq!(v.predecessors(report), [aggregate]);
+        assert_eq!(v.successors(aggregate), [remediate, report]);
+        assert!(v.successors(remediate).is_empty());
+        assert_eq!(
+            v.topological_order(),
+            [diagnose, aggregate, remediate, report]
+        );
+        assert_eq!(v.ancestors(remediate), [diagnose, aggregate]);
+        assert!(v.ancestors(diagnose).is_empty());
+        assert_eq!(v.step(remediate).subtasks.len(), 2);
+    }
+
+    #[test]
+    fn empty_workflow_is_valid() {
+        let v = validate(vec![]).expect("valid");
+        assert!(v.is_empty());
+        assert!(v.start_steps().is_empty());
+        assert!(v.topological_order().is_empty());
+    }
+
+    #[test]
+    fn blank_step_name() {
+        let p = only(
+            vec![step("a", &[]), step("  ", &[])],
+            ProblemKind::BlankStepName,
+        );
+        assert!(p.message.contains("step #1"), "{}", p.message);
+    }
+
+    #[test]
+    fn duplicate_step_name() {
+        let p = only(
+            vec![step("a", &[]), step("b", &[]), step("a", &[])],
+            ProblemKind::DuplicateStepName,
+        );
+        assert_eq!(p.step.as_deref(), Some("a"));
+        assert!(
+            p.message.contains("step \"a\" (#2)") && p.message.contains("#0"),
+            "{}",
+            p.message
+        );
+    }
+
+    #[test]
+    fn terminal_markers_are_reserved() {
+        let p = problems(vec![
+            step("end", &[]),
+            step("retry", &[]),
+            step("endNode", &[]),
+        ]);
+        assert_eq!(p.len(), 3);
+        for (p, name) in p.iter().zip(["end", "retry", "endNode"]) {
+            assert_eq!(p.kind, ProblemKind::ReservedStepName);
+            assert_eq!(p.step.as_deref(), Some(name));
+            assert!(
+                p.message.contains(&format!("step {name:?}")),
+                "{}",
+                p.message
+            );
+        }
+        // Near-misses are ordinary names.
+        validate(vec![step("End", &["endnode"]), step("endnode", &[])]).expect("valid");
+    }
+
+    #[test]
+    fn blank_edge_target() {
+        let p = only(vec![step("a", &[" "])], ProblemKind::BlankEdgeTarget);
+        assert_eq!(p.edge, edge("a", " "));
+        assert!(
+            p.message.contains("step \"a\"") && p.message.contains("next[0]"),
+            "{}",
+            p.message
+        );
+    }
+
+    #[test]
+    fn unknown_edge_target() {
+        let p = only(
+            vec![step("a", &["b", "ghost"]), step("b", &[])],
+            ProblemKind::UnknownEdgeTarget,
+        );
+        assert_eq!(p.step.as_deref(), Some("a"));
+        assert_eq!(p.edge, edge("a", "ghost"));
+        assert!(
+            p.message.contains(r#"edge "a" -> "ghost""#),
+            "{}",
+            p.message
+        );
+    }
+
+    #[test]
+    fn duplicate_edge_target_regardless_of_condition() {
+        let p = only(
+            vec![
+                json!({ "name": "a", "next": [
+                    { "step": "b", "condition": "x" }, { "step": "b", "condition": "y" }
+                ]}),
+                step("b", &[]),
+            ],
+            ProblemKind::DuplicateEdgeTarget,
+        );
+        let p2 = problems(vec![
+            json!({ "name": "a", "next": [{ "step": "end" }, { "step": "end", "condition": "z" }] }),
+        ]);
+        assert_eq!(p.edge, edge("a", "b"));
+        assert!(p.message.contains(r#"edge "a" -> "b""#), "{}", p.message);
+        assert_eq!(p2.len(), 1);
+        assert_eq!(p2[0].edge, edge("a", "end"));
+    }
+
+    #[test]
+    fn self_edge_is_a_cycle() {
+        let p = only(vec![step("a", &["a"])], ProblemKind::Cycle);
+        assert_eq!(p.step.as_deref(), Some("a"));
+        assert_eq!(p.edge, edge("a", "a"));
+        assert!(p.message.contains(r#"edge "a" -> "a""#), "{}", p.message);
+    }
+
+    #[test]
+    fn cycle_names_its_steps() {
+        let p = only(
+            vec![
+                step("s", &["a"]),
+                step("a", &["b"]),
+                step("b", &["c"]),
+                step("c", &["a", "end"]),
+            ],
+            ProblemKind::Cycle,
+        );
+        assert_eq!(p.edge, edge("c", "a"));
+        assert!(
+            p.message.contains(r#""a" -> "b" -> "c" -> "a""#)
+                && p.message.contains(r#"edge "c" -> "a""#),
+            "{}",
+            p.message
+        );
+    }
+
+    #[test]
+    fn every_cycle_is_reported() {
+        // Two disjoint cycles and a self-edge.
+        let p = problems(vec![
+            step("a", &["b"]),
+            step("b", &["a"]),
+            step("c", &["d"]),
+            step("d", &["c", "d"]),
+        ]);
+        assert!(p.iter().all(|p| p.kind == ProblemKind::Cycle));
+        let edges: Vec<_> = p.iter().map(|p| p.edge.clone().expect("edge")).collect();
+        assert_eq!(
+            edges,
+            [
+                edge("b", "a").unwrap(),
+                edge("d", "c").unwrap(),
+                edge("d", "d").unwrap()
+            ]
+        );
+    }
+
+    #[test]
+    fn long_cycle_message_is_elided() {
+        let n = 100;
+        let steps: Vec<Value> = (0..n)
+            .map(|i| step(&format!("s{i}"), &[&format!("s{}", (i + 1) % n)]))
+            .collect();
+        let p = only(steps, ProblemKind::Cycle);
+        assert!(p.message.contains("(84 more steps)"), "{}", p.message);
+        assert!(p.message.contains(r#""s0" -> "s1""#) && p.message.contains(r#""s99" -> "s0""#));
+    }
+
+    #[test]
+    fn context_from_mixing_wildcard() {
+        let p = only(
+            vec![
+                step("a", &["b"]),
+                json!({ "name": "b", "context_from": ["*", "a"] }),
+            ],
+            ProblemKind::ContextFromMixesWildcard,
+        );
+        assert_eq!(p.step.as_deref(), Some("b"));
+        assert!(p.message.contains("step \"b\""), "{}", p.message);
+    }
+
+    #[test]
+    fn context_from_unknown_step() {
+        let p = problems(vec![
+            step("a", &["b"]),
+            json!({ "name": "b", "context_from": ["a", "ghost", ""] }),
+        ]);
+        assert_eq!(p.len(), 2, "{p:#?}");
+        assert!(
+            p.iter()
+                .all(|p| p.kind == ProblemKind::ContextFromUnknownStep)
+        );
+        assert!(p[0].message.contains("step \"b\"") && p[0].message.contains("\"ghost\""));
+        assert!(p[1].message.contains("\"\""));
+    }
+
+    #[test]
+    fn context_from_not_ancestor() {
+        // c's ancestors are a and b; d is a sibling branch, and c names itself.
+        let p = problems(vec![
+            step("a", &["b", "d"]),
+            step("b", &["c"]),
+            json!({ "name": "c", "context_from": ["a", "d", "c", "b"] }),
+            step("d", &[]),
+        ]);
+        assert_eq!(p.len(), 2, "{p:#?}");
+        assert!(
+            p.iter()
+                .all(|p| p.kind == ProblemKind::ContextFromNotAncestor)
+        );
+        assert!(p[0].message.contains("step \"c\"") && p[0].message.contains("\"d\""));
+        assert!(p[1].message.contains("names \"c\""), "{}", p[1].message);
+    }
+
+    #[test]
+    fn context_from_named_sources_dedup_in_list_order() {
+        let v = validate(vec![
+            step("a", &["b"]),
+            step("b", &["c"]),
+            json!({ "name": "c", "context_from": ["b", "a", "b"] }),
+            json!({ "name": "d", "context_from": ["*", "*"] }),
+        ])
+        .expect("valid");
+        let id = |n: &str| v.step_id(n).expect(n);
+        assert_eq!(
+            v.context_sources(id("c")),
+            &ContextSources::Named(vec![id("b"), id("a")])
+        );
+        assert_eq!(v.context_sources(id("d")), &ContextSources::AllAncestors);
+        assert_eq!(v.start_steps(), [id("a"), id("d")]);
+    }
+
+    #[test]
+    fn many_problems_are_all_reported() {
+        let p = problems(vec![
+            step("", &[]),
+            step("a", &["b", "b", "ghost", ""]),
+            step("a", &[]),
+            step("end", &[]),
+            step("b", &["c"]),
+            json!({ "name": "c", "next": [{ "step": "b" }], "context_from": ["*", "a"] }),
+            json!({ "name": "d", "context_from": ["a", "nobody"] }),
+        ]);
+        let kinds: Vec<ProblemKind> = p.iter().map(|p| p.kind).collect();
+        assert_eq!(
+            kinds,
+            [
+                ProblemKind::BlankStepName,
+                ProblemKind::DuplicateStepName,
+                ProblemKind::ReservedStepName,
+                ProblemKind::DuplicateEdgeTarget,
+                ProblemKind::UnknownEdgeTarget,
+                ProblemKind::BlankEdgeTarget,
+                ProblemKind::Cycle,
+                ProblemKind::ContextFromMixesWildcard,
+                ProblemKind::ContextFromUnknownStep,
+                ProblemKind::ContextFromNotAncestor,
+            ],
+            "{p:#?}"
+        );
+        let err = WorkflowValidationError { problems: p };
+        assert!(err.has(ProblemKind::Cycle));
+        let shown = err.to_string();
+        assert_eq!(shown.lines().count(), 11, "{shown}");
+        assert!(shown.starts_with("invalid workflow (10 problems):"));
+    }
+
+    #[test]
+    fn whitespace_condition_is_unconditional() {
+        let v = validate(vec![
+            json!({ "name": "a", "next": [
+                { "step": "b", "condition": " \t " }, { "step": "c", "condition": "" },
+                { "step": "end", "condition": " go " }
+            ]}),
+            step("b", &[]),
+            step("c", &[]),
+        ])
+        .expect("valid");
+        let e = v.edges(StepId(0));
+        assert_eq!(e[0].condition, None);
+        assert!(!e[0].is_conditional());
+        assert_eq!(e[1].condition, None);
+        assert_eq!(e[2].condition.as_deref(), Some(" go "));
+        assert!(e[2].is_conditional());
+    }
+
+    #[test]
+    fn layer_does_not_decide_start_steps() {
+        let v = validate(vec![
+            json!({ "name": "late", "layer": 5, "next": [{ "step": "b" }] }),
+            json!({ "name": "b", "layer": 0 }),
+        ])
+        .expect("valid");
+        assert_eq!(v.start_steps(), [StepId(0)]);
+    }
+
+    #[test]
+    fn parse_and_validate_distinguishes_stages() {
+        assert!(matches!(
+            parse_and_validate("{"),
+            Err(WorkflowError::Parse(_))
+        ));
+        let e = parse_and_validate(r#"{"steps":[{"name":"a","next":[{"step":"a"}]}]}"#)
+            .expect_err("cycle");
+        assert!(matches!(&e, WorkflowError::Invalid(v) if v.has(ProblemKind::Cycle)));
+        assert!(e.to_string().contains(r#"edge "a" -> "a""#));
+    }
+
+    fn named_workflow(n: usize, edges: &[(usize, usize)]) -> Workflow {
+        let mut steps: Vec<Step> = (0..n)
+            .map(|i| Step {
+                name: format!("s{i}"),
+                ..Step::default()
+            })
+            .collect();
+        for &(a, b) in edges {
+            steps[a].next.push(Edge {
+                step: format!("s{b}"),
+                condition: None,
+            });
+        }
+        Workflow {
+            steps,
+            ..Workflow::default()
+        }
+    }
+
+    fn assert_topological(v: &ValidatedWorkflow) {
+        let order = v.topological_order();
+        assert_eq!(order.len(), v.len());
+        let mut position = vec![usize::MAX; v.len()];
+        for (k, s) in order.iter().enumerate() {
+            assert_eq!(position[s.index()], usize::MAX, "listed twice");
+            position[s.index()] = k;
+        }
+        for s in v.step_ids() {
+            for t in v.successors(s) {
+                assert!(position[s.index()] < position[t.index()]);
+            }
+        }
+    }
+
+    #[test]
+    fn ten_thousand_step_chain() {
+        let n = 10_000;
+        let edges: Vec<(usize, usize)> = (1..n).map(|i| (i - 1, i)).collect();
+        let mut wf = named_workflow(n, &edges);
+        wf.steps[n - 1].context_from = ContextFrom::List(vec!["s0".into()]);
+        let v = ValidatedWorkflow::new(wf.clone()).expect("valid");
+        assert_eq!(v.start_steps(), [StepId(0)]);
+        assert_topological(&v);
+        assert_eq!(v.ancestors(StepId(n as u32 - 1)).len(), n - 1);
+        // Closing the chain into one long cycle is found without recursion.
+        wf.steps[n - 1].next.push(Edge {
+            step: "s0".into(),
+            condition: None,
+        });
+        let e = ValidatedWorkflow::new(wf).expect_err("cycle");
+        assert_eq!(e.problems.len(), 1);
+        assert_eq!(e.problems[0].kind, ProblemKind::Cycle);
+    }
+
+    #[test]
+    fn ten_thousand_step_random_dag() {
+        let n = 10_000usize;
+        let mut state: u64 = 0x2545_F491_4F6C_DD1D;
+        let mut next = move |bound: usize| {
+            state = state
+                .wrapping_mul(6_364_136_223_846_793_005)
+                .wrapping_add(1_442_695_040_888_963_407);
+            ((state >> 33) as usize) % bound
+        };
+        let mut edges = Vec::new();
+        for b in 1..n {
+            let mut sources = BTreeSet::new();
+            for _ in 0..3 {
+                sources.insert(next(b));
+            }
+            edges.extend(sources.into_iter().map(|a| (a, b)));
+        }
+        let mut wf = named_workflow(n, &edges);
+        // Name a direct predecessor's predecessor-or-self as a context source, and use "*" too.
+        for &(a, b) in edges.iter().step_by(7) {
+            wf.steps[b].context_from = ContextFrom::List(vec![format!("s{a}")]);
+        }
+        wf.steps[n - 1].context_from = ContextFrom::List(vec!["*".into()]);
+        let v = ValidatedWorkflow::new(wf).expect("valid");
+        assert_topological(&v);
+        assert!(v.start_steps().contains(&StepId(0)));
+    }
+
+    /// Random DAG: `n` steps and edges from lower to higher index, deduplicated per source.
+    fn dag() -> impl Strategy<Value = (usize, Vec<(usize, usize)>, usize)> {
+        (1usize..40).prop_flat_map(|n| {
+            (
+                Just(n),
+                proptest::collection::vec((0..n, 0..n), 0..n * 3),
+                any::<usize>(),
+            )
+                .prop_map(|(n, pairs, pick)| {
+                    let mut set = BTreeSet::new();
+                    for (a, b) in pairs {
+                        if a != b {
+                            set.insert((a.min(b), a.max(b)));
+                        }
+                    }
+                    (n, set.into_iter().collect(), pick)
+                })
+        })
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(256))]
+
+        #[test]
+        fn random_dags_validate_in_topological_order((n, edges, _pick) in dag()) {
+            let v = ValidatedWorkflow::new(named_workflow(n, &edges)).expect("valid");
+            assert_topological(&v);
+            for &(a, b) in &edges {
+                prop_assert!(v.predecessors(StepId(b as u32)).contains(&StepId(a as u32)));
+            }
+            for s in v.step_ids() {
+                prop_assert_eq!(v.start_steps().contains(&s), v.predecessors(s).is_empty());
+            }
+        }
+
+        #[test]
+        fn a_back_edge_is_always_a_cycle((n, edges, pick) in dag()) {
+            let back = if edges.is_empty() {
+                let a = pick % n;
+                (a, a)
+            } else {
+                let (a, b) = edges[pick % edges.len()];
+                (b, a)
+            };
+            let mut all = edges.clone();
+            all.push(back);
+            let e = ValidatedWorkflow::new(named_workflow(n, &all)).expect_err("cycle");
+            prop_assert!(e.has(ProblemKind::Cycle));
+            prop_assert!(e.problems.iter().all(|p| p.kind == ProblemKind::Cycle));
+        }
+
+        #[test]
+        fn named_context_sources_must_be_ancestors(
+            (n, edges, pick) in dag(),
+            sources in proptest::collection::vec(0usize..40, 1..4),
+        ) {
+            let target = pick % n;
+            let sources: Vec<usize> = sources.into_iter().map(|s| s % n).collect();
+            let mut wf = named_workflow(n, &edges);
+            wf.steps[target].context_from =
+                ContextFrom::List(sources.iter().map(|s| format!("s{s}")).collect());
+            // Brute-force ancestry, in index order (edges go from lower to higher index).
+            let mut anc: Vec<BTreeSet<usize>> = Vec::with_capacity(n);
+            for b in 0..n {
+                let mut set = BTreeSet::new();
+                for &(x, y) in &edges {
+                    if y == b {
+                        set.insert(x);
+                        set.extend(anc[x].iter().copied());
+                    }
+                }
+                anc.push(set);
+            }
+            let all_ancestors = sources.iter().all(|s| anc[target].contains(s));
+            match ValidatedWorkflow::new(wf) {
+                Ok(v) => {
+                    prop_assert!(all_ancestors);
+                    let expected: Vec<StepId> =
+                        anc[target].iter().map(|&a| StepId(a as u32)).collect();
+                    prop_assert_eq!(v.ancestors(StepId(target as u32)), expected);
+                }
+                Err(e) => {
+                    prop_assert!(!all_ancestors);
+                    prop_assert!(e.problems.iter().all(|p| p.kind == ProblemKind::ContextFromNotAncestor));
+                }
+            }
+        }
+    }
+}
