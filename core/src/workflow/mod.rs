@@ -7,6 +7,27 @@
 //!   index-based, precomputed access for the executor: edges, predecessors, start steps,
 //!   topological order and resolved `context_from` sources.
 //! * [`parse_and_validate`] does both.
+//!
+//! ```
+//! use a2at_core::workflow::{ContextSources, EdgeTarget, TerminalMarker, parse_and_validate};
+//!
+//! let wf = parse_and_validate(
+//!     r#"{"data": {"steps": [
+//!         {"name": "a", "next": [{"step": "b"}, {"step": "end", "condition": "done early"}]},
+//!         {"name": "b", "stepType": "any_success", "context_from": ["a"]}
+//!     ]}}"#,
+//! )?;
+//! let (a, b) = (wf.step_id("a").unwrap(), wf.step_id("b").unwrap());
+//! assert_eq!(wf.start_steps(), [a]);
+//! assert_eq!(wf.edges(a)[1].target, EdgeTarget::Terminal(TerminalMarker::End));
+//! assert!(wf.edges(a)[1].is_conditional());
+//! assert_eq!(wf.context_sources(b), &ContextSources::Named(vec![a]));
+//!
+//! let err = parse_and_validate(r#"{"steps": [{"name": "a", "next": [{"step": "a"}]}]}"#)
+//!     .unwrap_err();
+//! assert!(err.to_string().contains(r#"edge "a" -> "a""#));
+//! # Ok::<(), a2at_core::workflow::WorkflowError>(())
+//! ```
 
 pub mod model;
 pub mod parse;

@@ -8,9 +8,10 @@
 //!   and no `steps` member. Paths then start with `data.`.
 //! * `context_from`/`contextFrom` and `step_type`/`stepType` are both accepted. If both spellings
 //!   are present with different values, that is a problem naming both. `type` is an alias used
-//!   only when neither `step_type` nor `stepType` is present with a non-null value.
-//! * A blank step type string is treated like a missing one (ALL_SUCCESS); any other unknown
-//!   value is a problem.
+//!   only when neither `step_type` nor `stepType` has a non-blank value (as in PY, where a falsy
+//!   `step_type` falls through to `type`).
+//! * A blank (`null`, empty or whitespace-only) step type means ALL_SUCCESS; any other unknown
+//!   value is a problem naming the field and the value.
 //! * `null` for a string field gives `""`, for a list field gives `[]`, for `layer` gives 0.
 //! * `layer` must be an integer; a float with an integral value (`1.0`) is accepted.
 //! * A blank `context_from` string means absent (direct predecessors).
@@ -123,6 +124,15 @@ fn kind(v: &Value) -> &'static str {
         Value::String(_) => "a string",
         Value::Array(_) => "an array",
         Value::Object(_) => "an object",
+    }
+}
+
+/// `null`, or a string that is empty or whitespace-only.
+fn is_blank(v: &Value) -> bool {
+    match v {
+        Value::Null => true,
+        Value::String(s) => s.trim().is_empty(),
+        _ => false,
     }
 }
 
@@ -261,7 +271,7 @@ impl Parser {
     fn step_type(&mut self, obj: &Map<String, Value>, prefix: &str) -> StepType {
         let primary = self.field(obj, prefix, "step_type", "stepType");
         let chosen = match primary {
-            Some((v, key)) if !v.is_null() => Some((v, key)),
+            Some((v, key)) if !is_blank(v) => Some((v, key)),
             _ => obj.get("type").map(|v| (v, "type")),
         };
         match chosen {
@@ -369,6 +379,7 @@ impl Parser {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use proptest::prelude::*;
     use serde_json::json;
 
     fn parse(v: Value) -> Workflow {
@@ -416,6 +427,7 @@ mod tests {
             { "name": "e", "step_type": null, "type": "selfloop" },
             { "name": "f", "step_type": "any_success", "stepType": "any_success" },
             { "name": "g", "step_type": "  " },
+            { "name": "h", "step_type": "", "type": "AnySuccess" },
         ]}));
         let types: Vec<StepType> = wf.steps.iter().map(|s| s.step_type).collect();
         assert_eq!(
@@ -428,6 +440,7 @@ mod tests {
                 StepType::SelfLoop,
                 StepType::AnySuccess,
                 StepType::AllSuccess,
+                StepType::AnySuccess,
             ]
         );
         assert_eq!(
@@ -669,5 +682,76 @@ mod tests {
             { "name": "b", "context_from": [] },
         ]}));
         assert_eq!(parse(wf.to_json()), wf);
+    }
+
+    fn arb_text() -> impl Strategy<Value = String> {
+        prop_oneof![
+            Just(String::new()),
+            Just("  ".to_owned()),
+            "[a-z*]{1,3}",
+            "[ -~]{0,6}",
+            "\\PC{0,4}",
+        ]
+    }
+
+    fn arb_step() -> impl Strategy<Value = Step> {
+        let step_type = prop_oneof![
+            Just(StepType::AllSuccess),
+            Just(StepType::AnySuccess),
+            Just(StepType::SelfLoop),
+        ];
+        let context_from = prop_oneof![
+            Just(ContextFrom::Absent),
+            proptest::collection::vec(arb_text(), 0..3).prop_map(ContextFrom::List),
+        ];
+        let input = prop_oneof![
+            Just(None),
+            "[a-z]{1,5}".prop_map(|s| Some(BusinessInput::Text(s))),
+            any::<i32>().prop_map(|n| Some(BusinessInput::Data(json!({ "n": n, "l": [n] })))),
+        ];
+        let subtask = (arb_text(), arb_text(), arb_text(), input).prop_map(
+            |(agent, skill, description, input)| Subtask {
+                agent,
+                skill,
+                description,
+                input,
+            },
+        );
+        let edge = (arb_text(), proptest::option::of(arb_text()))
+            .prop_map(|(step, condition)| Edge { step, condition });
+        (
+            arb_text(),
+            any::<i64>(),
+            step_type,
+            context_from,
+            proptest::collection::vec(subtask, 0..3),
+            proptest::collection::vec(edge, 0..3),
+        )
+            .prop_map(
+                |(name, layer, step_type, context_from, subtasks, next)| Step {
+                    name,
+                    layer,
+                    step_type,
+                    context_from,
+                    subtasks,
+                    next,
+                },
+            )
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(256))]
+
+        /// The canonical JSON form parses back to an equal workflow.
+        #[test]
+        fn to_json_round_trips(
+            id in arb_text(),
+            name in arb_text(),
+            steps in proptest::collection::vec(arb_step(), 0..4),
+        ) {
+            let wf = Workflow { id, name, description: String::new(), steps };
+            let back = Workflow::from_json_str(&wf.to_json().to_string()).expect("parses");
+            prop_assert_eq!(back, wf);
+        }
     }
 }
