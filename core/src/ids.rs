@@ -43,9 +43,7 @@ impl StepId {
 }
 
 /// Identifies one subtask of one step: the unit that becomes a task invocation.
-#[derive(
-    Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize,
-)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 pub struct TaskKey {
     /// The step.
     pub step: StepId,

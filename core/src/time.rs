@@ -59,7 +59,10 @@ mod tests {
     #[test]
     fn adding_saturates_instead_of_wrapping() {
         let t = Timestamp(u64::MAX - 1);
-        assert_eq!(t.saturating_add(Duration::from_secs(1)), Timestamp(u64::MAX));
+        assert_eq!(
+            t.saturating_add(Duration::from_secs(1)),
+            Timestamp(u64::MAX)
+        );
         assert_eq!(
             Timestamp::from_millis(250).saturating_add(Duration::from_millis(250)),
             Timestamp(500_000)
