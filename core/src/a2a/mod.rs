@@ -6,9 +6,11 @@
 //! * [`binding`]: interface selection, request encoding, incremental response decoding.
 //! * [`sse`]: the incremental SSE decoder.
 //! * [`error`]: error envelopes, projection to `a2a.<reason>` codes, redaction.
+//! * [`assembly`]: per-invocation response accumulation (artifact deltas, received messages).
 //!
 //! Everything is pure and synchronous: no I/O, no clock, no randomness.
 
+pub mod assembly;
 pub mod binding;
 pub mod card;
 pub mod error;
@@ -16,6 +18,7 @@ pub mod protojson;
 pub mod sse;
 pub mod types;
 
+pub use assembly::{ReceivedMessage, ResponseAccumulator};
 pub use binding::{
     A2A_VERSION, A2aCall, Binding, CallKind, DecodeLimits, EncodedRequest, Endpoint, HttpMethod,
     ResponseDecoder, ResponseItem, encode_call, select_endpoint,
