@@ -1,0 +1,285 @@
+//! Per-invocation response assembly (features.md TR-8, TR-9, TR-11, CX-5; a2a-wire §1.4).
+//!
+//! One [`ResponseAccumulator`] per task invocation or stream; never shared. It folds every
+//! [`StreamResponse`] of that invocation (unary results, stream events, polling snapshots) into
+//! the current task view:
+//!
+//! * `artifactUpdate` with `append: false` replaces the artifact with the same id (or adds it);
+//!   `append: true` extends its parts and shallow-merges its metadata (new keys win; name,
+//!   description and extensions fall back to the earlier ones); `append` for an unknown id
+//!   creates the artifact. Artifacts keep the order of first appearance.
+//! * A `task` event is an authoritative snapshot: it replaces state, status message, task
+//!   metadata and the artifact set, so repeated snapshots never duplicate content.
+//! * A `statusUpdate` replaces state and status message (the status message is the message of
+//!   the *latest* status, `None` when that status has none) and, when it carries metadata,
+//!   the task metadata.
+//! * A standalone `message` is kept (de-duplicated by `messageId`; a repeat replaces the
+//!   earlier copy in place).
+
+use super::types::{Artifact, Message, PartContent, Role, StreamResponse, TaskState};
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+
+/// One message as received, with each metadata layer kept separate (TR-9).
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ReceivedMessage {
+    /// The standalone message, or the task's latest status message.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub message: Option<Message>,
+    /// The task id (from the task, or the standalone message's `taskId`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub task_id: Option<String>,
+    /// The context id.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub context_id: Option<String>,
+    /// The task state (`None` for a standalone message).
+    #[serde(default, skip_serializing_if = "Option::is_none", with = "state_serde")]
+    pub task_state: Option<TaskState>,
+    /// Task-level metadata (`Task.metadata` / latest `statusUpdate.metadata`), distinct from
+    /// the message's own metadata.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub task_metadata: Option<Map<String, Value>>,
+    /// The assembled artifacts.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub artifacts: Vec<Artifact>,
+}
+
+mod state_serde {
+    use super::TaskState;
+    use serde::{Deserialize, Deserializer, Serializer};
+
+    pub fn serialize<S: Serializer>(s: &Option<TaskState>, ser: S) -> Result<S::Ok, S::Error> {
+        match s {
+            Some(s) => ser.serialize_str(s.as_str()),
+            None => ser.serialize_none(),
+        }
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Option<TaskState>, D::Error> {
+        Ok(Option::<String>::deserialize(d)?.map(|s| TaskState::from_name(&s)))
+    }
+}
+
+/// Folds the responses of one invocation into the current task view.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct ResponseAccumulator {
+    task_seen: bool,
+    task_id: Option<String>,
+    context_id: Option<String>,
+    state: Option<TaskState>,
+    status_message: Option<Message>,
+    task_metadata: Option<Map<String, Value>>,
+    artifacts: Vec<Artifact>,
+    messages: Vec<Message>,
+}
+
+fn non_empty(s: &str) -> Option<String> {
+    (!s.is_empty()).then(|| s.to_owned())
+}
+
+impl ResponseAccumulator {
+    /// An empty accumulator.
+    pub fn new() -> Self {
+        ResponseAccumulator::default()
+    }
+
+    /// Applies one response item.
+    pub fn apply(&mut self, ev: &StreamResponse) {
+        match ev {
+            StreamResponse::Task(t) => {
+                self.task_seen = true;
+                self.task_id = non_empty(&t.id).or(self.task_id.take());
+                if t.context_id.is_some() {
+                    self.context_id = t.context_id.clone();
+                }
+                self.state = Some(t.status.state);
+                self.status_message = t.status.message.clone();
+                self.task_metadata = t.metadata.clone();
+                self.artifacts.clear();
+                for a in &t.artifacts {
+                    self.merge_artifact(a, false);
+                }
+            }
+            StreamResponse::StatusUpdate(s) => {
+                self.task_seen = true;
+                if self.task_id.is_none() {
+                    self.task_id = non_empty(&s.task_id);
+                }
+                if self.context_id.is_none() {
+                    self.context_id = s.context_id.clone();
+                }
+                self.state = Some(s.status.state);
+                self.status_message = s.status.message.clone();
+                if s.metadata.is_some() {
+                    self.task_metadata = s.metadata.clone();
+                }
+            }
+            StreamResponse::ArtifactUpdate(a) => {
+                self.task_seen = true;
+                if self.task_id.is_none() {
+                    self.task_id = non_empty(&a.task_id);
+                }
+                if self.context_id.is_none() {
+                    self.context_id = a.context_id.clone();
+                }
+                self.merge_artifact(&a.artifact, a.append);
+            }
+            StreamResponse::Message(m) => {
+                if self.context_id.is_none() {
+                    self.context_id = m.context_id.clone();
+                }
+                match self
+                    .messages
+                    .iter_mut()
+                    .find(|x| !m.message_id.is_empty() && x.message_id == m.message_id)
+                {
+                    Some(existing) => *existing = m.clone(),
+                    None => self.messages.push(m.clone()),
+                }
+            }
+        }
+    }
+
+    fn merge_artifact(&mut self, a: &Artifact, append: bool) {
+        let Some(existing) = self
+            .artifacts
+            .iter_mut()
+            .find(|x| x.artifact_id == a.artifact_id)
+        else {
+            self.artifacts.push(a.clone());
+            return;
+        };
+        if !append {
+            *existing = a.clone();
+            return;
+        }
+        existing.parts.extend(a.parts.iter().cloned());
+        if let Some(new_meta) = &a.metadata {
+            let meta = existing.metadata.get_or_insert_with(Map::new);
+            for (k, v) in new_meta {
+                meta.insert(k.clone(), v.clone());
+            }
+        }
+        if a.name.is_some() {
+            existing.name = a.name.clone();
+        }
+        if a.description.is_some() {
+            existing.description = a.description.clone();
+        }
+        if !a.extensions.is_empty() {
+            existing.extensions = a.extensions.clone();
+        }
+    }
+
+    /// The remote task id, once known.
+    pub fn task_id(&self) -> Option<&str> {
+        self.task_id.as_deref()
+    }
+
+    /// The context id, once known.
+    pub fn context_id(&self) -> Option<&str> {
+        self.context_id.as_deref()
+    }
+
+    /// The latest task state, once a task was seen.
+    pub fn state(&self) -> Option<TaskState> {
+        self.state
+    }
+
+    /// The message of the latest status.
+    pub fn status_message(&self) -> Option<&Message> {
+        self.status_message.as_ref()
+    }
+
+    /// The task-level metadata.
+    pub fn task_metadata(&self) -> Option<&Map<String, Value>> {
+        self.task_metadata.as_ref()
+    }
+
+    /// The assembled artifacts, in order of first appearance.
+    pub fn artifacts(&self) -> &[Artifact] {
+        &self.artifacts
+    }
+
+    /// The standalone messages, de-duplicated, in order of first appearance.
+    pub fn messages(&self) -> &[Message] {
+        &self.messages
+    }
+
+    /// Whether any task-level item (task, status or artifact update) was applied.
+    pub fn task_seen(&self) -> bool {
+        self.task_seen
+    }
+
+    /// TR-9: one [`ReceivedMessage`] per standalone message, then (if a task was seen) one
+    /// holding the latest status message, the task metadata and the assembled artifacts.
+    pub fn received_messages(&self) -> Vec<ReceivedMessage> {
+        let mut out: Vec<ReceivedMessage> = self
+            .messages
+            .iter()
+            .map(|m| ReceivedMessage {
+                message: Some(m.clone()),
+                task_id: m.task_id.clone(),
+                context_id: m.context_id.clone(),
+                ..ReceivedMessage::default()
+            })
+            .collect();
+        if self.task_seen {
+            out.push(ReceivedMessage {
+                message: self.status_message.clone(),
+                task_id: self.task_id.clone(),
+                context_id: self.context_id.clone(),
+                task_state: self.state,
+                task_metadata: self.task_metadata.clone(),
+                artifacts: self.artifacts.clone(),
+            });
+        }
+        out
+    }
+
+    /// CX-5 outputs: text parts as strings and data parts as their value (never flattened),
+    /// from the assembled artifacts in order; with no artifacts, from the standalone messages
+    /// not authored by the user. Raw and url parts are not outputs.
+    pub fn outputs(&self) -> Vec<Value> {
+        let parts: Vec<&PartContent> = if self.artifacts.is_empty() {
+            self.messages
+                .iter()
+                .filter(|m| m.role != Role::User)
+                .flat_map(|m| m.parts.iter().map(|p| &p.content))
+                .collect()
+        } else {
+            self.artifacts
+                .iter()
+                .flat_map(|a| a.parts.iter().map(|p| &p.content))
+                .collect()
+        };
+        parts
+            .into_iter()
+            .filter_map(|c| match c {
+                PartContent::Text(t) => Some(Value::String(t.clone())),
+                PartContent::Data(d) => Some(d.clone()),
+                PartContent::Raw(_) | PartContent::Url(_) => None,
+            })
+            .collect()
+    }
+
+    /// TR-11 text convenience: the text parts of the assembled artifacts joined with `\n`;
+    /// else the text of the latest status message; else that of the standalone messages.
+    pub fn text(&self) -> String {
+        fn texts<'a>(parts: impl Iterator<Item = &'a super::types::Part>) -> Vec<&'a str> {
+            parts.filter_map(|p| p.as_text()).collect()
+        }
+        let a = texts(self.artifacts.iter().flat_map(|a| a.parts.iter()));
+        if !a.is_empty() {
+            return a.join("\n");
+        }
+        if let Some(m) = &self.status_message {
+            let s = texts(m.parts.iter());
+            if !s.is_empty() {
+                return s.join("\n");
+            }
+        }
+        texts(self.messages.iter().flat_map(|m| m.parts.iter())).join("\n")
+    }
+}

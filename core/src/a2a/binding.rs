@@ -1,0 +1,755 @@
+//! The JSON-RPC and HTTP+JSON (REST) bindings: interface selection (a2a-wire §7.1), request
+//! encoding (§2, §3, §5) and incremental response decoding with error projection (§2.3, §3.1,
+//! §4).
+//!
+//! Sans-IO: [`encode_call`] returns the bytes and headers to send; the driver feeds the
+//! response head and body chunks into a [`ResponseDecoder`] and acts on the
+//! [`ResponseItem`]s it produces.
+
+use super::card::{AgentCard, CardError};
+use super::error::{self, Head, ProtocolError, codes};
+use super::protojson::{DecodeError, Path, short};
+use super::sse::{SseDecoder, SseError, SseEvent};
+use super::types::{SendMessageRequest, StreamResponse, Task};
+use serde_json::{Map, Value};
+
+/// The value of the `A2A-Version` header this client speaks.
+pub const A2A_VERSION: &str = "1.0";
+
+/// A protocol binding this client implements.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Binding {
+    /// JSON-RPC 2.0 over HTTP (`JSONRPC`).
+    JsonRpc,
+    /// HTTP+JSON / REST (`HTTP+JSON`).
+    HttpJson,
+}
+
+impl Binding {
+    /// The card spelling: `JSONRPC` or `HTTP+JSON`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Binding::JsonRpc => "JSONRPC",
+            Binding::HttpJson => "HTTP+JSON",
+        }
+    }
+
+    /// Parses a card `protocolBinding` (case-insensitive); `None` for bindings this client does
+    /// not implement (e.g. `GRPC`).
+    pub fn parse(s: &str) -> Option<Binding> {
+        let s = s.trim();
+        if s.eq_ignore_ascii_case("JSONRPC") {
+            Some(Binding::JsonRpc)
+        } else if s.eq_ignore_ascii_case("HTTP+JSON") {
+            Some(Binding::HttpJson)
+        } else {
+            None
+        }
+    }
+}
+
+impl core::fmt::Display for Binding {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// The interface chosen for an agent.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Endpoint {
+    /// The binding.
+    pub binding: Binding,
+    /// JSON-RPC endpoint or REST base URL, verbatim from the card.
+    pub url: String,
+    /// The interface's tenant.
+    pub tenant: Option<String>,
+    /// The interface's `protocolVersion`, verbatim.
+    pub protocol_version: String,
+}
+
+fn version_rank(v: &str) -> Option<u8> {
+    let v = v.trim();
+    if v.is_empty() {
+        return Some(1);
+    }
+    let major = v.split('.').next().unwrap_or("").trim();
+    match major.parse::<u32>() {
+        Ok(1) => Some(0),
+        _ => None,
+    }
+}
+
+/// Chooses the interface to talk to (a2a-wire §7.1): candidates in card order whose binding
+/// this client implements (JSONRPC, HTTP+JSON; case-insensitive) and whose protocol version
+/// has major 1 (an empty version is a last resort; 0.x and other majors are not usable since
+/// v0.3 is not implemented). With `preferred`, the first candidate of that binding or an
+/// error: there is no silent fallback.
+pub fn select_endpoint(
+    card: &AgentCard,
+    preferred: Option<Binding>,
+) -> Result<Endpoint, CardError> {
+    let mut candidates: Vec<(u8, usize, Binding)> = card
+        .supported_interfaces
+        .iter()
+        .enumerate()
+        .filter_map(|(i, iface)| {
+            let b = Binding::parse(&iface.protocol_binding)?;
+            let rank = version_rank(&iface.protocol_version)?;
+            (!iface.url.trim().is_empty()).then_some((rank, i, b))
+        })
+        .collect();
+    candidates.sort_by_key(|(rank, i, _)| (*rank, *i));
+    let offered = || {
+        let list: Vec<String> = card
+            .supported_interfaces
+            .iter()
+            .map(|i| {
+                format!("{} {} {}", i.protocol_binding, i.protocol_version, i.url)
+                    .trim()
+                    .to_owned()
+            })
+            .collect();
+        if list.is_empty() {
+            "none".to_owned()
+        } else {
+            list.join(", ")
+        }
+    };
+    let chosen = match preferred {
+        Some(p) => candidates.iter().find(|(_, _, b)| *b == p).ok_or_else(|| {
+            CardError::PreferredBindingUnavailable {
+                agent: card.name.clone(),
+                preferred: p.as_str().to_owned(),
+                offered: offered(),
+            }
+        })?,
+        None => candidates
+            .first()
+            .ok_or_else(|| CardError::NoUsableInterface {
+                agent: card.name.clone(),
+                offered: offered(),
+            })?,
+    };
+    let iface = &card.supported_interfaces[chosen.1];
+    Ok(Endpoint {
+        binding: chosen.2,
+        url: iface.url.trim().to_owned(),
+        tenant: iface.tenant.clone().filter(|t| !t.is_empty()),
+        protocol_version: iface.protocol_version.clone(),
+    })
+}
+
+/// HTTP method of an encoded request.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum HttpMethod {
+    /// `GET`.
+    Get,
+    /// `POST`.
+    Post,
+}
+
+impl HttpMethod {
+    /// `GET` or `POST`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            HttpMethod::Get => "GET",
+            HttpMethod::Post => "POST",
+        }
+    }
+}
+
+/// A request ready to be sent by the driver (auth headers are the driver's business).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct EncodedRequest {
+    /// Method.
+    pub method: HttpMethod,
+    /// Full URL.
+    pub url: String,
+    /// Headers in sending order.
+    pub headers: Vec<(String, String)>,
+    /// Body bytes (empty when there is no body).
+    pub body: Vec<u8>,
+}
+
+/// One A2A operation.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum A2aCall<'a> {
+    /// Unary `SendMessage`.
+    SendMessage(&'a SendMessageRequest),
+    /// Streaming `SendStreamingMessage`.
+    SendStreamingMessage(&'a SendMessageRequest),
+    /// `GetTask`.
+    GetTask {
+        /// The task id.
+        task_id: &'a str,
+        /// History to return (`Some(0)` = none).
+        history_length: Option<i32>,
+    },
+    /// `CancelTask`.
+    CancelTask {
+        /// The task id.
+        task_id: &'a str,
+    },
+    /// Streaming `SubscribeToTask`.
+    SubscribeToTask {
+        /// The task id.
+        task_id: &'a str,
+    },
+}
+
+/// The kind of an [`A2aCall`], without its data.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum CallKind {
+    /// `SendMessage`.
+    SendMessage,
+    /// `SendStreamingMessage`.
+    SendStreamingMessage,
+    /// `GetTask`.
+    GetTask,
+    /// `CancelTask`.
+    CancelTask,
+    /// `SubscribeToTask`.
+    SubscribeToTask,
+}
+
+impl CallKind {
+    /// Whether the success response is an SSE stream.
+    pub fn is_streaming(self) -> bool {
+        matches!(
+            self,
+            CallKind::SendStreamingMessage | CallKind::SubscribeToTask
+        )
+    }
+
+    /// The JSON-RPC method name.
+    pub fn method_name(self) -> &'static str {
+        match self {
+            CallKind::SendMessage => "SendMessage",
+            CallKind::SendStreamingMessage => "SendStreamingMessage",
+            CallKind::GetTask => "GetTask",
+            CallKind::CancelTask => "CancelTask",
+            CallKind::SubscribeToTask => "SubscribeToTask",
+        }
+    }
+}
+
+impl A2aCall<'_> {
+    /// The call's kind.
+    pub fn kind(&self) -> CallKind {
+        match self {
+            A2aCall::SendMessage(_) => CallKind::SendMessage,
+            A2aCall::SendStreamingMessage(_) => CallKind::SendStreamingMessage,
+            A2aCall::GetTask { .. } => CallKind::GetTask,
+            A2aCall::CancelTask { .. } => CallKind::CancelTask,
+            A2aCall::SubscribeToTask { .. } => CallKind::SubscribeToTask,
+        }
+    }
+}
+
+/// Percent-encodes one path segment (everything but RFC 3986 unreserved characters).
+pub fn percent_encode_segment(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    for b in s.bytes() {
+        if b.is_ascii_alphanumeric() || matches!(b, b'-' | b'.' | b'_' | b'~') {
+            out.push(b as char);
+        } else {
+            out.push('%');
+            out.push(char::from(b"0123456789ABCDEF"[usize::from(b >> 4)]));
+            out.push(char::from(b"0123456789ABCDEF"[usize::from(b & 15)]));
+        }
+    }
+    out
+}
+
+/// The `A2A-Extensions` value: trimmed, blank entries dropped, de-duplicated, order kept;
+/// `None` when nothing remains.
+pub fn extensions_header(extensions: &[String]) -> Option<String> {
+    let mut seen: Vec<&str> = Vec::new();
+    for e in extensions {
+        let e = e.trim();
+        if !e.is_empty() && !seen.contains(&e) {
+            seen.push(e);
+        }
+    }
+    (!seen.is_empty()).then(|| seen.join(","))
+}
+
+fn task_params(tenant: Option<&str>, id: &str, history_length: Option<i32>) -> Value {
+    let mut m = Map::new();
+    if let Some(t) = tenant {
+        m.insert("tenant".to_owned(), Value::String(t.to_owned()));
+    }
+    m.insert("id".to_owned(), Value::String(id.to_owned()));
+    if let Some(h) = history_length {
+        m.insert("historyLength".to_owned(), Value::from(h));
+    }
+    Value::Object(m)
+}
+
+fn compact(v: &Value) -> Vec<u8> {
+    // Serialising a `Value` cannot fail (string keys only).
+    serde_json::to_vec(v).unwrap_or_default()
+}
+
+/// Encodes one call for the endpoint's binding. `rpc_id` is the JSON-RPC id (ignored for
+/// REST); `extensions` become the `A2A-Extensions` header (see [`extensions_header`]).
+///
+/// Tenant: the request's own `tenant` if set, else the endpoint's; JSON-RPC puts it into
+/// `params.tenant`, REST into the path prefix `{base}/{tenant}/…` and the body.
+pub fn encode_call(
+    endpoint: &Endpoint,
+    call: &A2aCall<'_>,
+    rpc_id: &str,
+    extensions: &[String],
+) -> EncodedRequest {
+    let ep_tenant = endpoint.tenant.as_deref().filter(|t| !t.is_empty());
+    let tenant = match call {
+        A2aCall::SendMessage(r) | A2aCall::SendStreamingMessage(r) => {
+            r.tenant.as_deref().filter(|t| !t.is_empty()).or(ep_tenant)
+        }
+        _ => ep_tenant,
+    };
+    let kind = call.kind();
+    let (method, url, body): (HttpMethod, String, Option<Value>) = match endpoint.binding {
+        Binding::JsonRpc => {
+            let params = match call {
+                A2aCall::SendMessage(r) | A2aCall::SendStreamingMessage(r) => {
+                    r.to_json_with_tenant(tenant)
+                }
+                A2aCall::GetTask {
+                    task_id,
+                    history_length,
+                } => task_params(tenant, task_id, *history_length),
+                A2aCall::CancelTask { task_id } | A2aCall::SubscribeToTask { task_id } => {
+                    task_params(tenant, task_id, None)
+                }
+            };
+            let mut env = Map::new();
+            env.insert("jsonrpc".to_owned(), Value::String("2.0".to_owned()));
+            env.insert("id".to_owned(), Value::String(rpc_id.to_owned()));
+            env.insert(
+                "method".to_owned(),
+                Value::String(kind.method_name().to_owned()),
+            );
+            env.insert("params".to_owned(), params);
+            (
+                HttpMethod::Post,
+                endpoint.url.clone(),
+                Some(Value::Object(env)),
+            )
+        }
+        Binding::HttpJson => {
+            let mut base = endpoint.url.trim_end_matches('/').to_owned();
+            if let Some(t) = tenant {
+                base.push('/');
+                base.push_str(&percent_encode_segment(t));
+            }
+            let tenant_body = || {
+                let mut m = Map::new();
+                if let Some(t) = tenant {
+                    m.insert("tenant".to_owned(), Value::String(t.to_owned()));
+                }
+                Value::Object(m)
+            };
+            match call {
+                A2aCall::SendMessage(r) => (
+                    HttpMethod::Post,
+                    format!("{base}/message:send"),
+                    Some(r.to_json_with_tenant(tenant)),
+                ),
+                A2aCall::SendStreamingMessage(r) => (
+                    HttpMethod::Post,
+                    format!("{base}/message:stream"),
+                    Some(r.to_json_with_tenant(tenant)),
+                ),
+                A2aCall::GetTask {
+                    task_id,
+                    history_length,
+                } => {
+                    let mut url = format!("{base}/tasks/{}", percent_encode_segment(task_id));
+                    if let Some(h) = history_length {
+                        url.push_str(&format!("?historyLength={h}"));
+                    }
+                    (HttpMethod::Get, url, None)
+                }
+                A2aCall::CancelTask { task_id } => (
+                    HttpMethod::Post,
+                    format!("{base}/tasks/{}:cancel", percent_encode_segment(task_id)),
+                    Some(tenant_body()),
+                ),
+                A2aCall::SubscribeToTask { task_id } => (
+                    HttpMethod::Post,
+                    format!("{base}/tasks/{}:subscribe", percent_encode_segment(task_id)),
+                    None,
+                ),
+            }
+        }
+    };
+    let mut headers = vec![("A2A-Version".to_owned(), A2A_VERSION.to_owned())];
+    if body.is_some() {
+        headers.push(("Content-Type".to_owned(), "application/json".to_owned()));
+    }
+    let accept = if kind.is_streaming() {
+        "text/event-stream"
+    } else {
+        "application/json"
+    };
+    headers.push(("Accept".to_owned(), accept.to_owned()));
+    if let Some(x) = extensions_header(extensions) {
+        headers.push(("A2A-Extensions".to_owned(), x));
+    }
+    EncodedRequest {
+        method,
+        url,
+        headers,
+        body: body.as_ref().map(compact).unwrap_or_default(),
+    }
+}
+
+/// Size limits applied while decoding responses.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct DecodeLimits {
+    /// Largest SSE event, in bytes (default 8 MiB).
+    pub max_event_bytes: usize,
+    /// Largest unary body, in bytes (default 32 MiB).
+    pub max_body_bytes: usize,
+}
+
+impl Default for DecodeLimits {
+    fn default() -> Self {
+        DecodeLimits {
+            max_event_bytes: 8 * 1024 * 1024,
+            max_body_bytes: 32 * 1024 * 1024,
+        }
+    }
+}
+
+/// What a [`ResponseDecoder`] produced.
+#[derive(Debug, Clone, PartialEq)]
+#[allow(clippy::large_enum_variant)] // the public shape is fixed; events are moved, not copied
+pub enum ResponseItem {
+    /// A result or stream event. `SendMessage` results are `Task` or `Message`; `GetTask` and
+    /// `CancelTask` results (a bare Task) are `Task`.
+    Event(StreamResponse),
+    /// A standard error: a JSON-RPC error object (any HTTP status), a REST error envelope, a
+    /// non-2xx response with an unknown body, or an error inside an SSE event.
+    Rejected(ProtocolError),
+    /// Bytes that are not a valid response (bad JSON, wrong shape, oversized event, wrong
+    /// JSON-RPC id); code [`codes::INVALID_AGENT_RESPONSE`], [`codes::EVENT_TOO_LARGE`] or
+    /// [`codes::BODY_TOO_LARGE`].
+    Malformed(ProtocolError),
+    /// Always the last item: the number of `Event`s this decoder delivered.
+    End {
+        /// Number of [`ResponseItem::Event`]s delivered.
+        events: usize,
+    },
+}
+
+#[derive(Debug, Clone)]
+enum Mode {
+    Undecided,
+    Sse(SseDecoder),
+    Buffer(Vec<u8>),
+    Overflowed,
+    Ended,
+}
+
+/// Incremental decoder of one HTTP response to one [`A2aCall`].
+///
+/// SSE versus JSON is decided by the response `Content-Type` (`text/event-stream` ⇒ SSE), not
+/// by the call kind: a streaming call may get a plain JSON error. A 2xx response without a
+/// `Content-Type` is read as SSE for streaming calls and as JSON otherwise. A non-2xx response
+/// is always read as an error body.
+#[derive(Debug, Clone)]
+pub struct ResponseDecoder {
+    binding: Binding,
+    kind: CallKind,
+    rpc_id: String,
+    limits: DecodeLimits,
+    status: Option<u16>,
+    content_type: Option<String>,
+    head: Head,
+    mode: Mode,
+    events: usize,
+    sse_out: Vec<SseEvent>,
+}
+
+impl ResponseDecoder {
+    /// A decoder for the response to a call of `kind` sent with JSON-RPC id `rpc_id`.
+    pub fn new(binding: Binding, kind: CallKind, rpc_id: &str, limits: DecodeLimits) -> Self {
+        ResponseDecoder {
+            binding,
+            kind,
+            rpc_id: rpc_id.to_owned(),
+            limits,
+            status: None,
+            content_type: None,
+            head: Head::default(),
+            mode: Mode::Undecided,
+            events: 0,
+            sse_out: Vec::new(),
+        }
+    }
+
+    /// Records the status line and headers (names compared case-insensitively).
+    pub fn on_head(&mut self, status: u16, headers: &[(String, String)]) {
+        self.status = Some(status);
+        self.head.status = Some(status);
+        for (k, v) in headers {
+            if k.eq_ignore_ascii_case("content-type") {
+                let media = v
+                    .split(';')
+                    .next()
+                    .unwrap_or("")
+                    .trim()
+                    .to_ascii_lowercase();
+                self.content_type = Some(media);
+            } else if k.eq_ignore_ascii_case("retry-after") {
+                self.head.retry_after = Some(v.trim().to_owned());
+            }
+        }
+    }
+
+    fn is_2xx(&self) -> bool {
+        self.status.is_none_or(|s| (200..300).contains(&s))
+    }
+
+    fn decide(&mut self) {
+        if !matches!(self.mode, Mode::Undecided) {
+            return;
+        }
+        let sse = self.is_2xx()
+            && match self.content_type.as_deref() {
+                Some(ct) => ct == "text/event-stream",
+                None => self.kind.is_streaming(),
+            };
+        self.mode = if sse {
+            Mode::Sse(SseDecoder::new(self.limits.max_event_bytes))
+        } else {
+            Mode::Buffer(Vec::new())
+        };
+    }
+
+    /// Feeds body bytes; SSE events are pushed as soon as they are complete.
+    pub fn on_body(&mut self, chunk: &[u8], out: &mut Vec<ResponseItem>) {
+        self.decide();
+        match &mut self.mode {
+            Mode::Sse(sse) => {
+                let r = sse.push(chunk, &mut self.sse_out);
+                self.drain_sse(out);
+                if let Err(e) = r {
+                    out.push(sse_error(e));
+                }
+            }
+            Mode::Buffer(buf) => {
+                if buf.len().saturating_add(chunk.len()) > self.limits.max_body_bytes {
+                    self.mode = Mode::Overflowed;
+                    out.push(ResponseItem::Malformed(ProtocolError::malformed(
+                        codes::BODY_TOO_LARGE,
+                        format!(
+                            "response body larger than {} bytes",
+                            self.limits.max_body_bytes
+                        ),
+                    )));
+                } else {
+                    buf.extend_from_slice(chunk);
+                }
+            }
+            Mode::Overflowed | Mode::Ended | Mode::Undecided => {}
+        }
+    }
+
+    /// Ends the response; always pushes exactly one [`ResponseItem::End`] last (once).
+    pub fn on_end(&mut self, out: &mut Vec<ResponseItem>) {
+        self.decide();
+        match core::mem::replace(&mut self.mode, Mode::Ended) {
+            Mode::Sse(mut sse) => {
+                let r = sse.finish(&mut self.sse_out);
+                self.drain_sse(out);
+                if let Err(e) = r {
+                    out.push(sse_error(e));
+                }
+            }
+            Mode::Buffer(buf) => self.finish_unary(&buf, out),
+            Mode::Overflowed | Mode::Undecided => {}
+            Mode::Ended => return,
+        }
+        out.push(ResponseItem::End {
+            events: self.events,
+        });
+    }
+
+    fn drain_sse(&mut self, out: &mut Vec<ResponseItem>) {
+        let events = core::mem::take(&mut self.sse_out);
+        for ev in &events {
+            let item = self.sse_item(ev);
+            self.push(item, out);
+        }
+    }
+
+    fn push(&mut self, item: ResponseItem, out: &mut Vec<ResponseItem>) {
+        if matches!(item, ResponseItem::Event(_)) {
+            self.events += 1;
+        }
+        out.push(item);
+    }
+
+    fn sse_item(&self, ev: &SseEvent) -> ResponseItem {
+        let v: Value = match serde_json::from_str(&ev.data) {
+            Ok(v) => v,
+            Err(e) => {
+                return malformed(format!(
+                    "SSE event{} is not JSON ({e}): {}",
+                    ev.event
+                        .as_deref()
+                        .map(|n| format!(" {n:?}"))
+                        .unwrap_or_default(),
+                    short(&ev.data)
+                ));
+            }
+        };
+        if let Some(err) = error::find_error(&v, &self.head, false) {
+            return ResponseItem::Rejected(err);
+        }
+        let Some(obj) = v.as_object() else {
+            return malformed(format!(
+                "SSE event is not a JSON object: {}",
+                short(&ev.data)
+            ));
+        };
+        let payload = match self.binding {
+            Binding::JsonRpc => match self.rpc_result(obj) {
+                Ok(r) => r,
+                Err(why) => return malformed(why),
+            },
+            Binding::HttpJson => {
+                // Tolerate a JSON-RPC-wrapped event on a REST stream.
+                if obj.contains_key("jsonrpc") && obj.contains_key("result") {
+                    match self.rpc_result(obj) {
+                        Ok(r) => r,
+                        Err(why) => return malformed(why),
+                    }
+                } else {
+                    &v
+                }
+            }
+        };
+        match StreamResponse::decode(payload, &Path::Root) {
+            Ok(sr) => ResponseItem::Event(sr),
+            Err(e) => malformed_decode(&e),
+        }
+    }
+
+    fn rpc_result<'v>(&self, obj: &'v Map<String, Value>) -> Result<&'v Value, String> {
+        let Some(result) = obj.get("result") else {
+            return Err("JSON-RPC response has neither result nor error".to_owned());
+        };
+        if !id_matches(obj.get("id"), &self.rpc_id) {
+            return Err(format!(
+                "JSON-RPC response id {} does not match request id {:?}",
+                obj.get("id")
+                    .map_or_else(|| "(absent)".to_owned(), |i| short(&i.to_string())),
+                self.rpc_id
+            ));
+        }
+        Ok(result)
+    }
+
+    fn finish_unary(&mut self, body: &[u8], out: &mut Vec<ResponseItem>) {
+        let status = self.status;
+        let parsed: Option<Value> = serde_json::from_slice(body).ok();
+        if !self.is_2xx() {
+            let problem = self.content_type.as_deref() == Some("application/problem+json");
+            let err = parsed
+                .as_ref()
+                .and_then(|v| error::find_error(v, &self.head, problem))
+                .unwrap_or_else(|| error::from_http_status(status.unwrap_or(0), body, &self.head));
+            out.push(ResponseItem::Rejected(err));
+            return;
+        }
+        let Some(v) = parsed else {
+            let why = if body.iter().all(u8::is_ascii_whitespace) {
+                "response body is empty".to_owned()
+            } else {
+                let e = serde_json::from_slice::<Value>(body)
+                    .err()
+                    .map(|e| e.to_string());
+                format!(
+                    "response body is not JSON ({}): {}",
+                    e.unwrap_or_default(),
+                    short(&String::from_utf8_lossy(body))
+                )
+            };
+            out.push(malformed(why));
+            return;
+        };
+        if let Some(err) = error::find_error(&v, &self.head, false) {
+            out.push(ResponseItem::Rejected(err));
+            return;
+        }
+        let Some(obj) = v.as_object() else {
+            out.push(malformed(format!(
+                "response is not a JSON object: {}",
+                short(&v.to_string())
+            )));
+            return;
+        };
+        let payload = match self.binding {
+            Binding::JsonRpc => match self.rpc_result(obj) {
+                Ok(r) => r,
+                Err(why) => {
+                    out.push(malformed(why));
+                    return;
+                }
+            },
+            Binding::HttpJson => &v,
+        };
+        let item = match self.decode_result(payload) {
+            Ok(sr) => ResponseItem::Event(sr),
+            Err(e) => malformed_decode(&e),
+        };
+        self.push(item, out);
+    }
+
+    fn decode_result(&self, payload: &Value) -> Result<StreamResponse, DecodeError> {
+        match self.kind {
+            CallKind::GetTask | CallKind::CancelTask => {
+                let wrapped = payload.as_object().is_some_and(|m| m.contains_key("task"));
+                if wrapped {
+                    StreamResponse::decode(payload, &Path::Root)
+                } else {
+                    Task::decode(payload, &Path::Root).map(StreamResponse::Task)
+                }
+            }
+            _ => StreamResponse::decode(payload, &Path::Root),
+        }
+    }
+}
+
+fn id_matches(id: Option<&Value>, rpc_id: &str) -> bool {
+    match id {
+        Some(Value::String(s)) => s == rpc_id,
+        Some(Value::Number(n)) => n.to_string() == rpc_id,
+        _ => false,
+    }
+}
+
+fn malformed(message: String) -> ResponseItem {
+    ResponseItem::Malformed(ProtocolError::malformed(
+        codes::INVALID_AGENT_RESPONSE,
+        message,
+    ))
+}
+
+fn malformed_decode(e: &DecodeError) -> ResponseItem {
+    malformed(format!("invalid A2A payload at {e}"))
+}
+
+fn sse_error(e: SseError) -> ResponseItem {
+    match e {
+        SseError::EventTooLarge { .. } => ResponseItem::Malformed(ProtocolError::malformed(
+            codes::EVENT_TOO_LARGE,
+            e.to_string(),
+        )),
+    }
+}

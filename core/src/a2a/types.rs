@@ -1,0 +1,839 @@
+//! The A2A v1.0 data model (`lf.a2a.v1`) for the client subset, with ProtoJSON encoding.
+//!
+//! Every type has `from_json(&Value)` (tolerant reader: ProtoJSON rules plus the v0.3 shapes of
+//! a2a-wire §1.7) and `to_json()` (strict v1.0 writer: camelCase, proto field order, defaults
+//! omitted). `Serialize`/`Deserialize` go through the same two functions. v0.3 is never
+//! written.
+
+use super::protojson::{
+    DecodeError, DecodeErrorKind, ObjectWriter, Path, as_object, boolean, decode_base64,
+    encode_base64, integer, list, member, opt_bool, opt_i32, opt_string, opt_struct, string,
+    string_list, via_protojson, wrong,
+};
+use serde_json::{Map, Value};
+
+/// The content of a [`Part`]: exactly one member on the wire.
+#[derive(Debug, Clone, PartialEq)]
+pub enum PartContent {
+    /// `text`: plain text.
+    Text(String),
+    /// `raw`: inline bytes (base64 on the wire).
+    Raw(Vec<u8>),
+    /// `url`: a file by reference (never fetched by the engine).
+    Url(String),
+    /// `data`: any JSON value.
+    Data(Value),
+}
+
+/// One piece of message or artifact content (a2a-wire §1.2).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Part {
+    /// The single content member.
+    pub content: PartContent,
+    /// Per-part metadata.
+    pub metadata: Option<Map<String, Value>>,
+    /// File name, e.g. `report.pdf`.
+    pub filename: Option<String>,
+    /// MIME type; allowed on every part kind.
+    pub media_type: Option<String>,
+}
+
+impl Part {
+    fn with(content: PartContent) -> Part {
+        Part {
+            content,
+            metadata: None,
+            filename: None,
+            media_type: None,
+        }
+    }
+
+    /// A text part.
+    pub fn text(s: impl Into<String>) -> Part {
+        Part::with(PartContent::Text(s.into()))
+    }
+
+    /// A structured data part.
+    pub fn data(v: Value) -> Part {
+        Part::with(PartContent::Data(v))
+    }
+
+    /// A file-by-reference part.
+    pub fn url(u: impl Into<String>, media_type: Option<String>) -> Part {
+        Part {
+            media_type,
+            ..Part::with(PartContent::Url(u.into()))
+        }
+    }
+
+    /// An inline-bytes part.
+    pub fn raw(bytes: impl Into<Vec<u8>>, media_type: Option<String>) -> Part {
+        Part {
+            media_type,
+            ..Part::with(PartContent::Raw(bytes.into()))
+        }
+    }
+
+    /// The text, when this is a text part.
+    pub fn as_text(&self) -> Option<&str> {
+        match &self.content {
+            PartContent::Text(t) => Some(t),
+            _ => None,
+        }
+    }
+
+    /// Decodes a part (v1.0, or v0.3 `kind` form).
+    pub fn from_json(v: &Value) -> Result<Part, DecodeError> {
+        Part::decode(v, &Path::Root)
+    }
+
+    pub(crate) fn decode(v: &Value, path: &Path<'_>) -> Result<Part, DecodeError> {
+        let m = as_object(v, path)?;
+        let mut found: Option<(&'static str, PartContent)> = None;
+        let mut filename = opt_string(m, "filename", path)?;
+        let mut media_type = opt_string(m, "mediaType", path)?;
+        let mut set = |name: &'static str, c: PartContent| -> Result<(), DecodeError> {
+            if let Some((first, _)) = &found {
+                return Err(path.err(DecodeErrorKind::PartWithTwoContents {
+                    first,
+                    second: name,
+                }));
+            }
+            found = Some((name, c));
+            Ok(())
+        };
+        if let Some(t) = member(m, "text") {
+            match t {
+                Value::String(s) => set("text", PartContent::Text(s.clone()))?,
+                other => return Err(wrong(&path.key("text"), "string", other)),
+            }
+        }
+        if let Some(r) = member(m, "raw") {
+            let p = path.key("raw");
+            match r {
+                Value::String(s) => {
+                    let bytes =
+                        decode_base64(s).ok_or_else(|| p.err(DecodeErrorKind::BadBase64))?;
+                    set("raw", PartContent::Raw(bytes))?
+                }
+                other => return Err(wrong(&p, "string", other)),
+            }
+        }
+        if let Some(u) = member(m, "url") {
+            match u {
+                Value::String(s) => set("url", PartContent::Url(s.clone()))?,
+                other => return Err(wrong(&path.key("url"), "string", other)),
+            }
+        }
+        if let Some(d) = member(m, "data") {
+            // An explicit `null` counts as absent, like every other member.
+            set("data", PartContent::Data(d.clone()))?;
+        }
+        // v0.3: {"kind":"file","file":{"bytes"|"uri","mimeType","name"}}
+        if let Some(f) = member(m, "file") {
+            let fp = path.key("file");
+            let fm = as_object(f, &fp)?;
+            let content = if let Some(b) = member(fm, "bytes") {
+                match b {
+                    Value::String(s) => PartContent::Raw(
+                        decode_base64(s)
+                            .ok_or_else(|| fp.key("bytes").err(DecodeErrorKind::BadBase64))?,
+                    ),
+                    other => return Err(wrong(&fp.key("bytes"), "string", other)),
+                }
+            } else if let Some(u) = opt_string(fm, "uri", &fp)? {
+                PartContent::Url(u)
+            } else {
+                return Err(fp.err(DecodeErrorKind::FileWithoutContent));
+            };
+            set("file", content)?;
+            if media_type.is_none() {
+                media_type = opt_string(fm, "mimeType", &fp)?;
+            }
+            if filename.is_none() {
+                filename = opt_string(fm, "name", &fp)?;
+            }
+        }
+        let (_, content) = found.ok_or_else(|| path.err(DecodeErrorKind::PartWithoutContent))?;
+        Ok(Part {
+            content,
+            metadata: opt_struct(m, "metadata", path)?,
+            filename,
+            media_type,
+        })
+    }
+
+    /// Encodes the part as v1.0 ProtoJSON.
+    pub fn to_json(&self) -> Value {
+        let mut w = ObjectWriter::new();
+        match &self.content {
+            PartContent::Text(t) => w.put("text", Value::String(t.clone())),
+            PartContent::Raw(b) => w.put("raw", Value::String(encode_base64(b))),
+            PartContent::Url(u) => w.put("url", Value::String(u.clone())),
+            PartContent::Data(d) => w.put("data", d.clone()),
+        };
+        w.opt_struct("metadata", &self.metadata)
+            .opt_str("filename", &self.filename)
+            .opt_str("mediaType", &self.media_type)
+            .finish()
+    }
+}
+via_protojson!(Part);
+
+/// Who authored a [`Message`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Role {
+    /// `ROLE_UNSPECIFIED` (0); also what an unknown role name or number reads as.
+    #[default]
+    Unspecified,
+    /// `ROLE_USER` (1): client to agent.
+    User,
+    /// `ROLE_AGENT` (2): agent to client.
+    Agent,
+}
+
+impl Role {
+    /// The proto enum name.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Role::Unspecified => "ROLE_UNSPECIFIED",
+            Role::User => "ROLE_USER",
+            Role::Agent => "ROLE_AGENT",
+        }
+    }
+
+    fn decode(v: Option<&Value>, path: &Path<'_>) -> Result<Role, DecodeError> {
+        Ok(match v {
+            None => Role::Unspecified,
+            Some(Value::String(s)) => match s.as_str() {
+                "ROLE_USER" | "user" | "USER" => Role::User,
+                "ROLE_AGENT" | "agent" | "AGENT" => Role::Agent,
+                _ => Role::Unspecified,
+            },
+            Some(n @ Value::Number(_)) => match integer(n, path)? {
+                1 => Role::User,
+                2 => Role::Agent,
+                _ => Role::Unspecified,
+            },
+            Some(other) => return Err(wrong(path, "enum name or number", other)),
+        })
+    }
+}
+
+/// A message between client and agent (a2a-wire §1.1).
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct Message {
+    /// Creator-generated id.
+    pub message_id: String,
+    /// Conversation id.
+    pub context_id: Option<String>,
+    /// Task this message continues (client) or belongs to (agent).
+    pub task_id: Option<String>,
+    /// Author.
+    pub role: Role,
+    /// Content.
+    pub parts: Vec<Part>,
+    /// Message metadata (A2A-T content lives here).
+    pub metadata: Option<Map<String, Value>>,
+    /// Extension URIs that contributed to this message.
+    pub extensions: Vec<String>,
+    /// Related tasks (informational).
+    pub reference_task_ids: Vec<String>,
+}
+
+impl Message {
+    /// Decodes a message.
+    pub fn from_json(v: &Value) -> Result<Message, DecodeError> {
+        Message::decode(v, &Path::Root)
+    }
+
+    pub(crate) fn decode(v: &Value, path: &Path<'_>) -> Result<Message, DecodeError> {
+        let m = as_object(v, path)?;
+        Ok(Message {
+            message_id: string(m, "messageId", path)?,
+            context_id: opt_string(m, "contextId", path)?,
+            task_id: opt_string(m, "taskId", path)?,
+            role: Role::decode(member(m, "role"), &path.key("role"))?,
+            parts: list(m, "parts", path, Part::decode)?,
+            metadata: opt_struct(m, "metadata", path)?,
+            extensions: string_list(m, "extensions", path)?,
+            reference_task_ids: string_list(m, "referenceTaskIds", path)?,
+        })
+    }
+
+    /// Encodes the message as v1.0 ProtoJSON.
+    pub fn to_json(&self) -> Value {
+        let mut w = ObjectWriter::new();
+        w.str("messageId", &self.message_id)
+            .opt_str("contextId", &self.context_id)
+            .opt_str("taskId", &self.task_id);
+        if self.role != Role::Unspecified {
+            w.put("role", Value::String(self.role.as_str().to_owned()));
+        }
+        w.list("parts", &self.parts, Part::to_json)
+            .opt_struct("metadata", &self.metadata)
+            .strings("extensions", &self.extensions)
+            .strings("referenceTaskIds", &self.reference_task_ids)
+            .finish()
+    }
+}
+via_protojson!(Message);
+
+/// The lifecycle state of a task (a2a-wire §1.3).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum TaskState {
+    /// `TASK_STATE_UNSPECIFIED` (0).
+    #[default]
+    Unspecified,
+    /// `TASK_STATE_SUBMITTED` (1).
+    Submitted,
+    /// `TASK_STATE_WORKING` (2).
+    Working,
+    /// `TASK_STATE_COMPLETED` (3).
+    Completed,
+    /// `TASK_STATE_FAILED` (4).
+    Failed,
+    /// `TASK_STATE_CANCELED` (5).
+    Canceled,
+    /// `TASK_STATE_INPUT_REQUIRED` (6).
+    InputRequired,
+    /// `TASK_STATE_REJECTED` (7).
+    Rejected,
+    /// `TASK_STATE_AUTH_REQUIRED` (8).
+    AuthRequired,
+    /// A name or number this client does not know (also v0.3 `unknown`).
+    Unrecognized,
+}
+
+impl TaskState {
+    /// The proto enum name (`TASK_STATE_UNRECOGNIZED` for [`TaskState::Unrecognized`], which has
+    /// no proto name).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            TaskState::Unspecified => "TASK_STATE_UNSPECIFIED",
+            TaskState::Submitted => "TASK_STATE_SUBMITTED",
+            TaskState::Working => "TASK_STATE_WORKING",
+            TaskState::Completed => "TASK_STATE_COMPLETED",
+            TaskState::Failed => "TASK_STATE_FAILED",
+            TaskState::Canceled => "TASK_STATE_CANCELED",
+            TaskState::InputRequired => "TASK_STATE_INPUT_REQUIRED",
+            TaskState::Rejected => "TASK_STATE_REJECTED",
+            TaskState::AuthRequired => "TASK_STATE_AUTH_REQUIRED",
+            TaskState::Unrecognized => "TASK_STATE_UNRECOGNIZED",
+        }
+    }
+
+    /// COMPLETED, FAILED, CANCELED or REJECTED.
+    pub fn is_terminal(self) -> bool {
+        matches!(
+            self,
+            TaskState::Completed | TaskState::Failed | TaskState::Canceled | TaskState::Rejected
+        )
+    }
+
+    /// INPUT_REQUIRED or AUTH_REQUIRED.
+    pub fn is_interrupted(self) -> bool {
+        matches!(self, TaskState::InputRequired | TaskState::AuthRequired)
+    }
+
+    /// SUBMITTED or WORKING.
+    pub fn is_active(self) -> bool {
+        matches!(self, TaskState::Submitted | TaskState::Working)
+    }
+
+    /// Reads a state by v1.0 name, v0.3 lowercase name or number; anything else is
+    /// [`TaskState::Unrecognized`].
+    pub fn from_name(s: &str) -> TaskState {
+        match s {
+            "TASK_STATE_UNSPECIFIED" => TaskState::Unspecified,
+            "TASK_STATE_SUBMITTED" | "submitted" => TaskState::Submitted,
+            "TASK_STATE_WORKING" | "working" => TaskState::Working,
+            "TASK_STATE_COMPLETED" | "completed" => TaskState::Completed,
+            "TASK_STATE_FAILED" | "failed" => TaskState::Failed,
+            "TASK_STATE_CANCELED" | "canceled" | "cancelled" => TaskState::Canceled,
+            "TASK_STATE_INPUT_REQUIRED" | "input-required" => TaskState::InputRequired,
+            "TASK_STATE_REJECTED" | "rejected" => TaskState::Rejected,
+            "TASK_STATE_AUTH_REQUIRED" | "auth-required" => TaskState::AuthRequired,
+            _ => TaskState::Unrecognized,
+        }
+    }
+
+    /// Reads a state by proto number; unknown numbers are [`TaskState::Unrecognized`].
+    pub fn from_number(n: i64) -> TaskState {
+        match n {
+            0 => TaskState::Unspecified,
+            1 => TaskState::Submitted,
+            2 => TaskState::Working,
+            3 => TaskState::Completed,
+            4 => TaskState::Failed,
+            5 => TaskState::Canceled,
+            6 => TaskState::InputRequired,
+            7 => TaskState::Rejected,
+            8 => TaskState::AuthRequired,
+            _ => TaskState::Unrecognized,
+        }
+    }
+
+    fn decode(v: Option<&Value>, path: &Path<'_>) -> Result<TaskState, DecodeError> {
+        Ok(match v {
+            None => TaskState::Unspecified,
+            Some(Value::String(s)) => TaskState::from_name(s),
+            Some(n @ Value::Number(_)) => match integer(n, path) {
+                Ok(i) => TaskState::from_number(i),
+                Err(_) => TaskState::Unrecognized,
+            },
+            Some(other) => return Err(wrong(path, "enum name or number", other)),
+        })
+    }
+}
+
+impl core::fmt::Display for TaskState {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// A task's current status.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct TaskStatus {
+    /// The state.
+    pub state: TaskState,
+    /// The agent's status message (e.g. a Negotiation-T Propose).
+    pub message: Option<Message>,
+    /// RFC 3339 timestamp, kept verbatim.
+    pub timestamp: Option<String>,
+}
+
+impl TaskStatus {
+    /// Decodes a status.
+    pub fn from_json(v: &Value) -> Result<TaskStatus, DecodeError> {
+        TaskStatus::decode(v, &Path::Root)
+    }
+
+    pub(crate) fn decode(v: &Value, path: &Path<'_>) -> Result<TaskStatus, DecodeError> {
+        let m = as_object(v, path)?;
+        Ok(TaskStatus {
+            state: TaskState::decode(member(m, "state"), &path.key("state"))?,
+            message: member(m, "message")
+                .map(|mv| Message::decode(mv, &path.key("message")))
+                .transpose()?,
+            timestamp: opt_string(m, "timestamp", path)?,
+        })
+    }
+
+    /// Encodes the status as v1.0 ProtoJSON.
+    pub fn to_json(&self) -> Value {
+        let mut w = ObjectWriter::new();
+        if self.state != TaskState::Unspecified {
+            w.put("state", Value::String(self.state.as_str().to_owned()));
+        }
+        if let Some(m) = &self.message {
+            w.put("message", m.to_json());
+        }
+        w.opt_str("timestamp", &self.timestamp).finish()
+    }
+}
+via_protojson!(TaskStatus);
+
+/// An output of a task (a2a-wire §1.4).
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct Artifact {
+    /// Unique within the task.
+    pub artifact_id: String,
+    /// Human-readable name.
+    pub name: Option<String>,
+    /// Human-readable description.
+    pub description: Option<String>,
+    /// Content.
+    pub parts: Vec<Part>,
+    /// Artifact metadata (A2A-T results may live here).
+    pub metadata: Option<Map<String, Value>>,
+    /// Extension URIs that contributed to this artifact.
+    pub extensions: Vec<String>,
+}
+
+impl Artifact {
+    /// Decodes an artifact.
+    pub fn from_json(v: &Value) -> Result<Artifact, DecodeError> {
+        Artifact::decode(v, &Path::Root)
+    }
+
+    pub(crate) fn decode(v: &Value, path: &Path<'_>) -> Result<Artifact, DecodeError> {
+        let m = as_object(v, path)?;
+        Ok(Artifact {
+            artifact_id: string(m, "artifactId", path)?,
+            name: opt_string(m, "name", path)?,
+            description: opt_string(m, "description", path)?,
+            parts: list(m, "parts", path, Part::decode)?,
+            metadata: opt_struct(m, "metadata", path)?,
+            extensions: string_list(m, "extensions", path)?,
+        })
+    }
+
+    /// Encodes the artifact as v1.0 ProtoJSON.
+    pub fn to_json(&self) -> Value {
+        ObjectWriter::new()
+            .str("artifactId", &self.artifact_id)
+            .opt_str("name", &self.name)
+            .opt_str("description", &self.description)
+            .list("parts", &self.parts, Part::to_json)
+            .opt_struct("metadata", &self.metadata)
+            .strings("extensions", &self.extensions)
+            .finish()
+    }
+}
+via_protojson!(Artifact);
+
+/// A unit of work on the agent (a2a-wire §1.3).
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct Task {
+    /// Server-generated id.
+    pub id: String,
+    /// Conversation id.
+    pub context_id: Option<String>,
+    /// Current status.
+    pub status: TaskStatus,
+    /// Outputs so far.
+    pub artifacts: Vec<Artifact>,
+    /// Message history.
+    pub history: Vec<Message>,
+    /// Task-level metadata.
+    pub metadata: Option<Map<String, Value>>,
+}
+
+impl Task {
+    /// Decodes a task.
+    pub fn from_json(v: &Value) -> Result<Task, DecodeError> {
+        Task::decode(v, &Path::Root)
+    }
+
+    pub(crate) fn decode(v: &Value, path: &Path<'_>) -> Result<Task, DecodeError> {
+        let m = as_object(v, path)?;
+        Ok(Task {
+            id: string(m, "id", path)?,
+            context_id: opt_string(m, "contextId", path)?,
+            status: match member(m, "status") {
+                Some(s) => TaskStatus::decode(s, &path.key("status"))?,
+                None => TaskStatus::default(),
+            },
+            artifacts: list(m, "artifacts", path, Artifact::decode)?,
+            history: list(m, "history", path, Message::decode)?,
+            metadata: opt_struct(m, "metadata", path)?,
+        })
+    }
+
+    /// Encodes the task as v1.0 ProtoJSON.
+    pub fn to_json(&self) -> Value {
+        ObjectWriter::new()
+            .str("id", &self.id)
+            .opt_str("contextId", &self.context_id)
+            .put("status", self.status.to_json())
+            .list("artifacts", &self.artifacts, Artifact::to_json)
+            .list("history", &self.history, Message::to_json)
+            .opt_struct("metadata", &self.metadata)
+            .finish()
+    }
+}
+via_protojson!(Task);
+
+/// A status change delivered on a stream.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct TaskStatusUpdateEvent {
+    /// The task.
+    pub task_id: String,
+    /// Its context.
+    pub context_id: Option<String>,
+    /// The new status.
+    pub status: TaskStatus,
+    /// Event (task-level) metadata.
+    pub metadata: Option<Map<String, Value>>,
+}
+
+impl TaskStatusUpdateEvent {
+    /// Decodes a status update (v0.3 `final` is ignored).
+    pub fn from_json(v: &Value) -> Result<TaskStatusUpdateEvent, DecodeError> {
+        TaskStatusUpdateEvent::decode(v, &Path::Root)
+    }
+
+    pub(crate) fn decode(v: &Value, path: &Path<'_>) -> Result<TaskStatusUpdateEvent, DecodeError> {
+        let m = as_object(v, path)?;
+        Ok(TaskStatusUpdateEvent {
+            task_id: string(m, "taskId", path)?,
+            context_id: opt_string(m, "contextId", path)?,
+            status: match member(m, "status") {
+                Some(s) => TaskStatus::decode(s, &path.key("status"))?,
+                None => TaskStatus::default(),
+            },
+            metadata: opt_struct(m, "metadata", path)?,
+        })
+    }
+
+    /// Encodes the event as v1.0 ProtoJSON.
+    pub fn to_json(&self) -> Value {
+        ObjectWriter::new()
+            .str("taskId", &self.task_id)
+            .opt_str("contextId", &self.context_id)
+            .put("status", self.status.to_json())
+            .opt_struct("metadata", &self.metadata)
+            .finish()
+    }
+}
+via_protojson!(TaskStatusUpdateEvent);
+
+/// An artifact chunk delivered on a stream.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct TaskArtifactUpdateEvent {
+    /// The task.
+    pub task_id: String,
+    /// Its context.
+    pub context_id: Option<String>,
+    /// The artifact (chunk).
+    pub artifact: Artifact,
+    /// `true`: extend the earlier artifact with the same id; `false`: replace it.
+    pub append: bool,
+    /// `true`: the artifact is complete.
+    pub last_chunk: bool,
+    /// Event metadata.
+    pub metadata: Option<Map<String, Value>>,
+}
+
+impl TaskArtifactUpdateEvent {
+    /// Decodes an artifact update.
+    pub fn from_json(v: &Value) -> Result<TaskArtifactUpdateEvent, DecodeError> {
+        TaskArtifactUpdateEvent::decode(v, &Path::Root)
+    }
+
+    pub(crate) fn decode(
+        v: &Value,
+        path: &Path<'_>,
+    ) -> Result<TaskArtifactUpdateEvent, DecodeError> {
+        let m = as_object(v, path)?;
+        Ok(TaskArtifactUpdateEvent {
+            task_id: string(m, "taskId", path)?,
+            context_id: opt_string(m, "contextId", path)?,
+            artifact: match member(m, "artifact") {
+                Some(a) => Artifact::decode(a, &path.key("artifact"))?,
+                None => Artifact::default(),
+            },
+            append: boolean(m, "append", path)?,
+            last_chunk: boolean(m, "lastChunk", path)?,
+            metadata: opt_struct(m, "metadata", path)?,
+        })
+    }
+
+    /// Encodes the event as v1.0 ProtoJSON.
+    pub fn to_json(&self) -> Value {
+        ObjectWriter::new()
+            .str("taskId", &self.task_id)
+            .opt_str("contextId", &self.context_id)
+            .put("artifact", self.artifact.to_json())
+            .flag("append", self.append)
+            .flag("lastChunk", self.last_chunk)
+            .opt_struct("metadata", &self.metadata)
+            .finish()
+    }
+}
+via_protojson!(TaskArtifactUpdateEvent);
+
+/// One item of a stream, or the result of `SendMessage` (which is only ever `Task` or
+/// `Message`).
+#[derive(Debug, Clone, PartialEq)]
+pub enum StreamResponse {
+    /// `{"task":…}`: an authoritative snapshot.
+    Task(Task),
+    /// `{"message":…}`: a standalone message.
+    Message(Message),
+    /// `{"statusUpdate":…}`.
+    StatusUpdate(TaskStatusUpdateEvent),
+    /// `{"artifactUpdate":…}`.
+    ArtifactUpdate(TaskArtifactUpdateEvent),
+}
+
+const PAYLOAD_KEYS: [&str; 4] = ["task", "message", "statusUpdate", "artifactUpdate"];
+
+impl StreamResponse {
+    /// Decodes a v1.0 wrapper, a v0.3 `kind`-discriminated bare object, or (TR-14) a bare
+    /// object recognised by its members: `id`+`status` is a task, `artifact`+`taskId` an
+    /// artifact update, `status`+`taskId` a status update, `messageId`+`parts` a message.
+    pub fn from_json(v: &Value) -> Result<StreamResponse, DecodeError> {
+        StreamResponse::decode(v, &Path::Root)
+    }
+
+    pub(crate) fn decode(v: &Value, path: &Path<'_>) -> Result<StreamResponse, DecodeError> {
+        let m = as_object(v, path)?;
+        let mut found: Option<&'static str> = None;
+        for k in PAYLOAD_KEYS {
+            if member(m, k).is_some() {
+                if let Some(first) = found {
+                    return Err(path.err(DecodeErrorKind::TwoPayloads { first, second: k }));
+                }
+                found = Some(k);
+            }
+        }
+        if let Some(k) = found {
+            let inner = &m[k];
+            let p = path.key(k);
+            return StreamResponse::decode_as(k, inner, &p);
+        }
+        // v0.3 bare objects with a `kind` discriminator.
+        if let Some(Value::String(kind)) = member(m, "kind") {
+            let k = match kind.as_str() {
+                "task" => "task",
+                "message" => "message",
+                "status-update" => "statusUpdate",
+                "artifact-update" => "artifactUpdate",
+                other => {
+                    return Err(path
+                        .key("kind")
+                        .err(DecodeErrorKind::UnknownKind(other.to_owned())));
+                }
+            };
+            return StreamResponse::decode_as(k, v, path);
+        }
+        // TR-14: non-standard bare payloads.
+        let has = |k: &str| member(m, k).is_some();
+        let k = if has("id") && has("status") {
+            "task"
+        } else if has("artifact") && has("taskId") {
+            "artifactUpdate"
+        } else if has("status") && has("taskId") {
+            "statusUpdate"
+        } else if has("messageId") && has("parts") {
+            "message"
+        } else {
+            return Err(path.err(DecodeErrorKind::NoPayload));
+        };
+        StreamResponse::decode_as(k, v, path)
+    }
+
+    fn decode_as(k: &str, v: &Value, path: &Path<'_>) -> Result<StreamResponse, DecodeError> {
+        Ok(match k {
+            "task" => StreamResponse::Task(Task::decode(v, path)?),
+            "message" => StreamResponse::Message(Message::decode(v, path)?),
+            "statusUpdate" => StreamResponse::StatusUpdate(TaskStatusUpdateEvent::decode(v, path)?),
+            _ => StreamResponse::ArtifactUpdate(TaskArtifactUpdateEvent::decode(v, path)?),
+        })
+    }
+
+    /// Encodes the v1.0 wrapper form.
+    pub fn to_json(&self) -> Value {
+        let (k, v) = match self {
+            StreamResponse::Task(t) => ("task", t.to_json()),
+            StreamResponse::Message(m) => ("message", m.to_json()),
+            StreamResponse::StatusUpdate(s) => ("statusUpdate", s.to_json()),
+            StreamResponse::ArtifactUpdate(a) => ("artifactUpdate", a.to_json()),
+        };
+        let mut m = Map::new();
+        m.insert(k.to_owned(), v);
+        Value::Object(m)
+    }
+
+    /// The task id this item refers to, if any.
+    pub fn task_id(&self) -> Option<&str> {
+        match self {
+            StreamResponse::Task(t) => Some(&t.id),
+            StreamResponse::Message(m) => m.task_id.as_deref(),
+            StreamResponse::StatusUpdate(s) => Some(&s.task_id),
+            StreamResponse::ArtifactUpdate(a) => Some(&a.task_id),
+        }
+    }
+}
+via_protojson!(StreamResponse);
+
+/// Per-request options of `SendMessage`.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct SendMessageConfiguration {
+    /// MIME types the client accepts (advisory).
+    pub accepted_output_modes: Vec<String>,
+    /// History messages to return: `Some(0)` omits history.
+    pub history_length: Option<i32>,
+    /// Return the first snapshot instead of blocking.
+    pub return_immediately: bool,
+}
+
+impl SendMessageConfiguration {
+    /// Decodes a configuration (v0.3 `blocking:false` reads as `returnImmediately:true`).
+    pub fn from_json(v: &Value) -> Result<SendMessageConfiguration, DecodeError> {
+        SendMessageConfiguration::decode(v, &Path::Root)
+    }
+
+    pub(crate) fn decode(
+        v: &Value,
+        path: &Path<'_>,
+    ) -> Result<SendMessageConfiguration, DecodeError> {
+        let m = as_object(v, path)?;
+        let return_immediately = match opt_bool(m, "returnImmediately", path)? {
+            Some(b) => b,
+            None => opt_bool(m, "blocking", path)?.map(|b| !b).unwrap_or(false),
+        };
+        Ok(SendMessageConfiguration {
+            accepted_output_modes: string_list(m, "acceptedOutputModes", path)?,
+            history_length: opt_i32(m, "historyLength", path)?,
+            return_immediately,
+        })
+    }
+
+    /// Encodes the configuration as v1.0 ProtoJSON.
+    pub fn to_json(&self) -> Value {
+        ObjectWriter::new()
+            .strings("acceptedOutputModes", &self.accepted_output_modes)
+            .opt_i32("historyLength", self.history_length)
+            .flag("returnImmediately", self.return_immediately)
+            .finish()
+    }
+}
+via_protojson!(SendMessageConfiguration);
+
+/// The `SendMessage` / `SendStreamingMessage` request.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct SendMessageRequest {
+    /// Tenant (normally filled from the selected interface by the encoder).
+    pub tenant: Option<String>,
+    /// The message.
+    pub message: Message,
+    /// Options.
+    pub configuration: Option<SendMessageConfiguration>,
+    /// Request-level metadata.
+    pub metadata: Option<Map<String, Value>>,
+}
+
+impl SendMessageRequest {
+    /// Decodes a request.
+    pub fn from_json(v: &Value) -> Result<SendMessageRequest, DecodeError> {
+        SendMessageRequest::decode(v, &Path::Root)
+    }
+
+    pub(crate) fn decode(v: &Value, path: &Path<'_>) -> Result<SendMessageRequest, DecodeError> {
+        let m = as_object(v, path)?;
+        Ok(SendMessageRequest {
+            tenant: opt_string(m, "tenant", path)?,
+            message: match member(m, "message") {
+                Some(mv) => Message::decode(mv, &path.key("message"))?,
+                None => return Err(path.key("message").err(DecodeErrorKind::Missing)),
+            },
+            configuration: member(m, "configuration")
+                .map(|c| SendMessageConfiguration::decode(c, &path.key("configuration")))
+                .transpose()?,
+            metadata: opt_struct(m, "metadata", path)?,
+        })
+    }
+
+    /// Encodes the request as v1.0 ProtoJSON.
+    pub fn to_json(&self) -> Value {
+        self.to_json_with_tenant(self.tenant.as_deref())
+    }
+
+    /// Encodes the request with `tenant` in place of [`SendMessageRequest::tenant`].
+    pub fn to_json_with_tenant(&self, tenant: Option<&str>) -> Value {
+        let mut w = ObjectWriter::new();
+        if let Some(t) = tenant {
+            w.str("tenant", t);
+        }
+        w.put("message", self.message.to_json());
+        if let Some(c) = &self.configuration {
+            w.put("configuration", c.to_json());
+        }
+        w.opt_struct("metadata", &self.metadata).finish()
+    }
+}
+via_protojson!(SendMessageRequest);

@@ -1,0 +1,164 @@
+//! Response assembly (TR-8, TR-9, CX-5).
+
+use a2at_core::a2a::{ResponseAccumulator, StreamResponse, TaskState};
+use serde_json::{Value, json};
+
+fn ev(v: Value) -> StreamResponse {
+    StreamResponse::from_json(&v).unwrap()
+}
+
+fn apply_all(evs: &[Value]) -> ResponseAccumulator {
+    let mut acc = ResponseAccumulator::new();
+    for e in evs {
+        acc.apply(&ev(e.clone()));
+    }
+    acc
+}
+
+fn chunk(append: bool, text: &str) -> Value {
+    json!({"artifactUpdate":{"taskId":"t","contextId":"c","append":append,
+        "artifact":{"artifactId":"a1","parts":[{"text":text}]}}})
+}
+
+#[test]
+fn append_extends_parts_like_the_python_server() {
+    let acc = apply_all(&[chunk(false, "chunk1 "), chunk(true, "chunk2")]);
+    assert_eq!(acc.artifacts().len(), 1);
+    let parts: Vec<&str> = acc.artifacts()[0]
+        .parts
+        .iter()
+        .filter_map(|p| p.as_text())
+        .collect();
+    assert_eq!(parts, ["chunk1 ", "chunk2"]);
+    assert_eq!(acc.outputs(), vec![json!("chunk1 "), json!("chunk2")]);
+}
+
+#[test]
+fn non_append_replaces_and_unknown_append_creates() {
+    let acc = apply_all(&[chunk(false, "old"), chunk(false, "new")]);
+    assert_eq!(acc.outputs(), vec![json!("new")]);
+    let acc = apply_all(&[chunk(true, "orphan")]);
+    assert_eq!(acc.outputs(), vec![json!("orphan")]);
+}
+
+#[test]
+fn append_merges_metadata_and_falls_back_for_name() {
+    let first = json!({"artifactUpdate":{"taskId":"t","artifact":{"artifactId":"a1","name":"report",
+        "description":"d","extensions":["urn:x"],"parts":[{"text":"1"}],"metadata":{"k":"old","keep":1}}}});
+    let second = json!({"artifactUpdate":{"taskId":"t","append":true,"artifact":{"artifactId":"a1",
+        "parts":[{"data":{"n":2}}],"metadata":{"k":"new","add":true}}}});
+    let acc = apply_all(&[first, second]);
+    let a = &acc.artifacts()[0];
+    assert_eq!(a.name.as_deref(), Some("report"));
+    assert_eq!(a.description.as_deref(), Some("d"));
+    assert_eq!(a.extensions, vec!["urn:x".to_owned()]);
+    assert_eq!(
+        Value::Object(a.metadata.clone().unwrap()),
+        json!({"k":"new","keep":1,"add":true})
+    );
+    assert_eq!(acc.outputs(), vec![json!("1"), json!({"n":2})]);
+}
+
+#[test]
+fn repeated_snapshots_do_not_duplicate() {
+    let snap = json!({"task":{"id":"t","contextId":"c","status":{"state":"TASK_STATE_COMPLETED"},
+        "artifacts":[{"artifactId":"a1","parts":[{"text":"chunk1 "},{"text":"chunk2"}]}]}});
+    let acc = apply_all(&[
+        chunk(false, "chunk1 "),
+        chunk(true, "chunk2"),
+        snap.clone(),
+        snap.clone(),
+        snap,
+    ]);
+    assert_eq!(acc.outputs(), vec![json!("chunk1 "), json!("chunk2")]);
+    assert_eq!(acc.state(), Some(TaskState::Completed));
+}
+
+#[test]
+fn artifact_order_is_first_appearance() {
+    let mk = |id: &str, append: bool, t: &str| json!({"artifactUpdate":{"taskId":"t","append":append,"artifact":{"artifactId":id,"parts":[{"text":t}]}}});
+    let acc = apply_all(&[
+        mk("b", false, "b1"),
+        mk("a", false, "a1"),
+        mk("b", true, "b2"),
+        mk("a", false, "a!"),
+    ]);
+    let ids: Vec<&str> = acc
+        .artifacts()
+        .iter()
+        .map(|a| a.artifact_id.as_str())
+        .collect();
+    assert_eq!(ids, ["b", "a"]);
+    assert_eq!(acc.outputs(), vec![json!("b1"), json!("b2"), json!("a!")]);
+}
+
+#[test]
+fn outputs_never_flatten_arrays_and_skip_files() {
+    let acc = apply_all(&[
+        json!({"task":{"id":"t","status":{"state":"TASK_STATE_COMPLETED"},
+        "artifacts":[{"artifactId":"a","parts":[
+            {"data":[[1,2],[3]]},{"url":"https://x/y"},{"raw":"AA=="},{"text":"t"},{"data":"s"}]}]}}),
+    ]);
+    assert_eq!(
+        acc.outputs(),
+        vec![json!([[1, 2], [3]]), json!("t"), json!("s")]
+    );
+}
+
+#[test]
+fn standalone_agent_message_gives_outputs_and_its_own_received_message() {
+    let m = json!({"message":{"messageId":"m1","contextId":"c","role":"ROLE_AGENT",
+        "parts":[{"text":"hi"},{"data":{"a":[1]}}],"metadata":{"layer":"message"}}});
+    let acc = apply_all(&[m.clone(), m]);
+    assert_eq!(acc.outputs(), vec![json!("hi"), json!({"a":[1]})]);
+    let rm = acc.received_messages();
+    assert_eq!(rm.len(), 1, "de-duplicated by messageId, no task seen");
+    assert_eq!(rm[0].message.as_ref().unwrap().message_id, "m1");
+    assert_eq!(rm[0].task_state, None);
+    assert_eq!(acc.context_id(), Some("c"));
+}
+
+#[test]
+fn metadata_layers_stay_separate() {
+    let acc = apply_all(&[
+        json!({"task":{"id":"t","contextId":"c","status":{"state":"TASK_STATE_SUBMITTED"},
+               "metadata":{"layer":"task"}}}),
+        json!({"statusUpdate":{"taskId":"t","contextId":"c","metadata":{"layer":"status-event"},
+               "status":{"state":"TASK_STATE_INPUT_REQUIRED","message":{"messageId":"p","role":"ROLE_AGENT",
+               "parts":[{"text":"propose"}],"metadata":{"layer":"message"}}}}}),
+        json!({"artifactUpdate":{"taskId":"t","artifact":{"artifactId":"a","parts":[{"text":"x"}],
+               "metadata":{"layer":"artifact"}}}}),
+    ]);
+    let rm = acc.received_messages();
+    assert_eq!(rm.len(), 1);
+    let r = &rm[0];
+    assert_eq!(r.task_id.as_deref(), Some("t"));
+    assert_eq!(r.task_state, Some(TaskState::InputRequired));
+    assert_eq!(
+        r.message.as_ref().unwrap().metadata.as_ref().unwrap()["layer"],
+        "message"
+    );
+    assert_eq!(r.task_metadata.as_ref().unwrap()["layer"], "status-event");
+    assert_eq!(
+        r.artifacts[0].metadata.as_ref().unwrap()["layer"],
+        "artifact"
+    );
+    assert_eq!(acc.status_message().unwrap().message_id, "p");
+    let ser = serde_json::to_value(r).unwrap();
+    assert_eq!(ser["taskState"], "TASK_STATE_INPUT_REQUIRED");
+    assert_eq!(ser["taskMetadata"]["layer"], "status-event");
+    let back: a2at_core::a2a::ReceivedMessage = serde_json::from_value(ser).unwrap();
+    assert_eq!(&back, r);
+}
+
+#[test]
+fn latest_status_without_message_clears_the_status_message() {
+    let acc = apply_all(&[
+        json!({"statusUpdate":{"taskId":"t","status":{"state":"TASK_STATE_WORKING",
+               "message":{"messageId":"w","role":"ROLE_AGENT","parts":[{"text":"working"}]}}}}),
+        json!({"statusUpdate":{"taskId":"t","status":{"state":"TASK_STATE_COMPLETED"}}}),
+    ]);
+    assert!(acc.status_message().is_none());
+    assert_eq!(acc.state(), Some(TaskState::Completed));
+    assert_eq!(acc.text(), "");
+}

@@ -1,0 +1,208 @@
+//! Helpers shared by the fixture-based integration tests.
+#![allow(dead_code)]
+
+use a2at_core::a2a::{Binding, CallKind, DecodeLimits, ResponseDecoder, ResponseItem};
+use std::path::PathBuf;
+
+/// A recorded HTTP exchange (curl capture) from `tests/fixtures/transcripts`.
+pub struct Transcript {
+    pub name: String,
+    pub request_line: String,
+    pub request_body: String,
+    pub status: u16,
+    pub headers: Vec<(String, String)>,
+    /// The response body, de-chunked when the capture was taken with `--raw`.
+    pub body: Vec<u8>,
+}
+
+pub fn fixtures_dir() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/transcripts")
+}
+
+pub fn load(name: &str) -> Transcript {
+    let raw = std::fs::read(fixtures_dir().join(name)).expect("fixture readable");
+    parse(name, &raw)
+}
+
+/// All curl-style transcripts (the `engine_*` captures use another format).
+pub fn all_curl_transcripts() -> Vec<String> {
+    let mut names: Vec<String> = std::fs::read_dir(fixtures_dir())
+        .expect("fixtures dir")
+        .map(|e| e.expect("entry").file_name().to_string_lossy().into_owned())
+        .filter(|n| n.ends_with(".txt") && !n.starts_with("engine_"))
+        .collect();
+    names.sort();
+    names
+}
+
+fn find(hay: &[u8], needle: &[u8]) -> Option<usize> {
+    hay.windows(needle.len()).position(|w| w == needle)
+}
+
+fn parse(name: &str, raw: &[u8]) -> Transcript {
+    const REQ: &[u8] = b"### ---------------- REQUEST";
+    const RESP: &[u8] = b"### ---------------- RESPONSE";
+    let req_at = find(raw, REQ).expect("request marker");
+    let resp_at = find(raw, RESP).expect("response marker");
+    let req = &raw[req_at..resp_at];
+    let req = &req[find(req, b"\n").unwrap() + 1..];
+    let request_line = String::from_utf8_lossy(&req[..find(req, b"\r\n").unwrap()]).into_owned();
+    let request_body = match find(req, b"\r\n\r\n") {
+        Some(i) => String::from_utf8_lossy(&req[i + 4..]).trim().to_owned(),
+        None => String::new(),
+    };
+    let resp = &raw[resp_at..];
+    let resp = &resp[find(resp, b"\n").unwrap() + 1..];
+    let head_end = find(resp, b"\r\n\r\n").unwrap_or(resp.len());
+    let head = String::from_utf8_lossy(&resp[..head_end]).into_owned();
+    let mut lines = head.split("\r\n");
+    let status_line = lines.next().unwrap();
+    let status: u16 = status_line.split(' ').nth(1).unwrap().parse().unwrap();
+    let headers: Vec<(String, String)> = lines
+        .filter_map(|l| l.split_once(':'))
+        .map(|(k, v)| (k.trim().to_owned(), v.trim().to_owned()))
+        .collect();
+    let mut body = resp.get(head_end + 4..).unwrap_or(&[]).to_vec();
+    let chunked = headers
+        .iter()
+        .any(|(k, v)| k.eq_ignore_ascii_case("transfer-encoding") && v.contains("chunked"));
+    if chunked && looks_chunked(&body) {
+        body = dechunk(&body);
+    }
+    Transcript {
+        name: name.to_owned(),
+        request_line,
+        request_body,
+        status,
+        headers,
+        body,
+    }
+}
+
+fn looks_chunked(body: &[u8]) -> bool {
+    match find(body, b"\r\n") {
+        Some(i) if i > 0 => body[..i].iter().all(u8::is_ascii_hexdigit),
+        _ => false,
+    }
+}
+
+fn dechunk(mut b: &[u8]) -> Vec<u8> {
+    let mut out = Vec::new();
+    while let Some(i) = find(b, b"\r\n") {
+        let size = usize::from_str_radix(std::str::from_utf8(&b[..i]).unwrap().trim(), 16).unwrap();
+        if size == 0 {
+            break;
+        }
+        out.extend_from_slice(&b[i + 2..i + 2 + size]);
+        b = &b[i + 2 + size + 2..];
+    }
+    out
+}
+
+impl Transcript {
+    pub fn binding(&self) -> Binding {
+        if self.name.starts_with("jsonrpc_") {
+            Binding::JsonRpc
+        } else {
+            Binding::HttpJson
+        }
+    }
+
+    /// The call kind, derived from the recorded request.
+    pub fn kind(&self) -> CallKind {
+        match self.binding() {
+            Binding::JsonRpc => {
+                let m = self.request_body.as_str();
+                if m.contains("\"SendStreamingMessage\"") {
+                    CallKind::SendStreamingMessage
+                } else if m.contains("\"GetTask\"") {
+                    CallKind::GetTask
+                } else if m.contains("\"CancelTask\"") {
+                    CallKind::CancelTask
+                } else if m.contains("\"SubscribeToTask\"") {
+                    CallKind::SubscribeToTask
+                } else {
+                    CallKind::SendMessage
+                }
+            }
+            Binding::HttpJson => {
+                let l = self.request_line.as_str();
+                if l.contains(":stream") {
+                    CallKind::SendStreamingMessage
+                } else if l.contains(":cancel") {
+                    CallKind::CancelTask
+                } else if l.contains(":subscribe") {
+                    CallKind::SubscribeToTask
+                } else if l.starts_with("GET /tasks") || l.starts_with("DELETE /tasks") {
+                    CallKind::GetTask
+                } else {
+                    CallKind::SendMessage
+                }
+            }
+        }
+    }
+
+    /// The JSON-RPC id of the recorded request (as text).
+    pub fn rpc_id(&self) -> String {
+        serde_json::from_str::<serde_json::Value>(&self.request_body)
+            .ok()
+            .and_then(|v| v.get("id").cloned())
+            .map(|id| match id {
+                serde_json::Value::String(s) => s,
+                other => other.to_string(),
+            })
+            .unwrap_or_default()
+    }
+
+    /// Runs the body through a [`ResponseDecoder`] split into chunks of `chunk` bytes.
+    pub fn decode(&self, chunk: usize) -> Vec<ResponseItem> {
+        decode_with(
+            self.binding(),
+            self.kind(),
+            &self.rpc_id(),
+            self.status,
+            &self.headers,
+            &self.body,
+            chunk,
+        )
+    }
+}
+
+pub fn decode_with(
+    binding: Binding,
+    kind: CallKind,
+    rpc_id: &str,
+    status: u16,
+    headers: &[(String, String)],
+    body: &[u8],
+    chunk: usize,
+) -> Vec<ResponseItem> {
+    let mut d = ResponseDecoder::new(binding, kind, rpc_id, DecodeLimits::default());
+    let mut out = Vec::new();
+    d.on_head(status, headers);
+    for c in body.chunks(chunk.max(1)) {
+        d.on_body(c, &mut out);
+    }
+    d.on_end(&mut out);
+    out
+}
+
+/// Compact description of decoded items, e.g. `task:TASK_STATE_COMPLETED`,
+/// `rejected:a2a.task_not_found`, `end:1`.
+pub fn describe(items: &[ResponseItem]) -> Vec<String> {
+    use a2at_core::a2a::StreamResponse as S;
+    items
+        .iter()
+        .map(|i| match i {
+            ResponseItem::Event(S::Task(t)) => format!("task:{}", t.status.state.as_str()),
+            ResponseItem::Event(S::Message(_)) => "message".to_owned(),
+            ResponseItem::Event(S::StatusUpdate(s)) => {
+                format!("statusUpdate:{}", s.status.state.as_str())
+            }
+            ResponseItem::Event(S::ArtifactUpdate(_)) => "artifactUpdate".to_owned(),
+            ResponseItem::Rejected(e) => format!("rejected:{}", e.code),
+            ResponseItem::Malformed(e) => format!("malformed:{}", e.code),
+            ResponseItem::End { events } => format!("end:{events}"),
+        })
+        .collect()
+}
