@@ -1,4 +1,24 @@
-//! Test support for the a2at engine: a deterministic simulator with scripted agents and a
-//! scripted host on a virtual clock.
+//! Test support for the a2at engine: a deterministic simulator with scripted agents that speak
+//! real A2A bytes, a scripted host, and a virtual clock.
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
+
+pub mod agent;
+pub mod host;
+pub mod sim;
+
+pub use agent::{AgentReply, AgentRequest, Plan, ScriptedAgent};
+pub use host::ScriptedHost;
+pub use sim::{Observed, Sim, SimOutcome};
+
+use a2at_core::a2a::AgentCard;
+use a2at_core::agents::AgentDirectory;
+
+/// The directory for a set of scripted agents.
+pub fn directory(agents: &[ScriptedAgent]) -> AgentDirectory {
+    let cards: Vec<AgentCard> = agents
+        .iter()
+        .map(|a| AgentCard::from_json_value(&a.card()).expect("scripted card parses"))
+        .collect();
+    AgentDirectory::new(cards, None).expect("scripted cards are valid")
+}

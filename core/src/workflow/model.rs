@@ -136,7 +136,7 @@ impl Subtask {
 }
 
 /// The business input of a task: exactly one of non-blank text or arbitrary JSON data (WM-17).
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, serde::Deserialize)]
 #[serde(untagged)]
 pub enum BusinessInput {
     /// Natural-language text.

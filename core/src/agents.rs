@@ -1,0 +1,86 @@
+//! The set of agents a run may address: validated cards with their selected endpoints.
+
+use std::collections::BTreeMap;
+
+use crate::a2a::{
+    AgentCard, Binding, CardError, CardSetError, Endpoint, select_endpoint, validate_cards,
+};
+
+/// One addressable agent.
+#[derive(Debug, Clone, PartialEq)]
+pub struct AgentEntry {
+    /// The card as given.
+    pub card: AgentCard,
+    /// The interface chosen for it (TR-2, a2a-wire §7.1).
+    pub endpoint: Endpoint,
+    /// Whether sends use `SendStreamingMessage` (`capabilities.streaming`, TR-3).
+    pub streaming: bool,
+}
+
+/// Why a set of cards cannot be used.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[non_exhaustive]
+pub enum DirectoryError {
+    /// The card set is invalid (WM-13).
+    #[error(transparent)]
+    Cards(#[from] CardSetError),
+    /// No usable interface for an agent.
+    #[error("agent {agent}: {source}")]
+    Endpoint {
+        /// The agent.
+        agent: String,
+        /// Why.
+        source: CardError,
+    },
+}
+
+/// Validated cards keyed by agent name; built once and shared by many runs.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct AgentDirectory {
+    agents: BTreeMap<String, AgentEntry>,
+}
+
+impl AgentDirectory {
+    /// Validates the cards and selects each agent's endpoint, optionally preferring a binding.
+    pub fn new(cards: Vec<AgentCard>, preferred: Option<Binding>) -> Result<Self, DirectoryError> {
+        validate_cards(&cards)?;
+        let mut agents = BTreeMap::new();
+        for card in cards {
+            let endpoint =
+                select_endpoint(&card, preferred).map_err(|source| DirectoryError::Endpoint {
+                    agent: card.name.clone(),
+                    source,
+                })?;
+            let streaming = card.capabilities.streaming.unwrap_or(false);
+            agents.insert(
+                card.name.clone(),
+                AgentEntry {
+                    card,
+                    endpoint,
+                    streaming,
+                },
+            );
+        }
+        Ok(AgentDirectory { agents })
+    }
+
+    /// The agent named `name`.
+    pub fn get(&self, name: &str) -> Option<&AgentEntry> {
+        self.agents.get(name)
+    }
+
+    /// Agent names in sorted order.
+    pub fn names(&self) -> impl Iterator<Item = &str> {
+        self.agents.keys().map(String::as_str)
+    }
+
+    /// Number of agents.
+    pub fn len(&self) -> usize {
+        self.agents.len()
+    }
+
+    /// Whether there are no agents.
+    pub fn is_empty(&self) -> bool {
+        self.agents.is_empty()
+    }
+}

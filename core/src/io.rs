@@ -1,0 +1,270 @@
+//! The boundary of the machines: [`Input`]s the driver feeds in, [`Output`]s it carries out.
+//!
+//! Bytes cross this boundary raw: the core builds request bodies and headers and decodes
+//! response bytes itself, so every runtime shares all protocol behaviour and a recorded trace
+//! of inputs replays byte for byte.
+
+use serde::{Deserialize, Serialize};
+
+use crate::a2a::HttpMethod;
+use crate::event::Event;
+use crate::host::{HostReply, HostRequest};
+use crate::ids::{CallId, OpId};
+use crate::result::ExecutionResult;
+
+/// Something that happened, fed to a machine with the time it happened.
+///
+/// An input for an unknown, finished or abandoned id is dropped without effect: this is how a
+/// late host answer or a late HTTP response is ignored and never acted on (TO-1).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+#[non_exhaustive]
+pub enum Input {
+    /// A host callback finished.
+    HostReply {
+        /// The call being answered.
+        call: CallId,
+        /// The answer.
+        reply: HostReply,
+    },
+    /// The status line and headers of an HTTP response arrived.
+    ResponseHead {
+        /// The exchange.
+        op: OpId,
+        /// HTTP status code.
+        status: u16,
+        /// Response headers, names as received.
+        headers: Vec<(String, String)>,
+    },
+    /// A chunk of the response body arrived (any size, any split).
+    ResponseBody {
+        /// The exchange.
+        op: OpId,
+        /// The bytes.
+        #[serde(with = "bytes_as_text")]
+        chunk: Vec<u8>,
+    },
+    /// The response body ended normally.
+    ResponseEnd {
+        /// The exchange.
+        op: OpId,
+    },
+    /// The exchange failed before or during the response (connect, TLS, I/O, timeout).
+    TransportFailed {
+        /// The exchange.
+        op: OpId,
+        /// What went wrong.
+        error: TransportError,
+    },
+    /// The host cancelled the run: cancel every known non-final remote task, drop late results.
+    Cancel,
+}
+
+/// A transport-level failure reported by the driver.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TransportError {
+    /// Broad class of the failure.
+    pub kind: TransportErrorKind,
+    /// Description safe to log (no secrets).
+    pub message: String,
+}
+
+/// Broad classes of transport failures.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+#[non_exhaustive]
+pub enum TransportErrorKind {
+    /// The connection could not be established.
+    Connect,
+    /// TLS handshake or verification failed.
+    Tls,
+    /// The connection broke while sending or receiving.
+    Io,
+    /// Authentication headers could not be produced (provider error, missing credentials).
+    Auth,
+    /// Anything else.
+    Other,
+}
+
+/// Something the machine wants done, drained with `poll_output()`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+#[non_exhaustive]
+pub enum Output {
+    /// Call a host callback; answer with [`Input::HostReply`] carrying the same `call`.
+    CallHost {
+        /// Correlates the answer.
+        call: CallId,
+        /// The question.
+        request: HostRequest,
+    },
+    /// The machine no longer needs the answer (budget expired, run cancelled). The driver may
+    /// drop the callback's future; an answer that still arrives is ignored.
+    AbandonHostCall {
+        /// The abandoned call.
+        call: CallId,
+    },
+    /// Carry out an HTTP exchange and feed back head, body chunks and end (or a failure).
+    Transmit(HttpRequest),
+    /// Stop an HTTP exchange (drop the connection); anything that still arrives is ignored.
+    AbortTransmit {
+        /// The exchange.
+        op: OpId,
+    },
+    /// Deliver an event to the host's event sink.
+    Event(Event),
+    /// The run is over; no more outputs follow.
+    Finished(Box<ExecutionResult>),
+}
+
+/// What an HTTP exchange is for; lets the driver log and limit without parsing bodies.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+#[non_exhaustive]
+pub enum OpPurpose {
+    /// The first send of a task (unary or streaming).
+    Send,
+    /// A negotiation reply on an existing task or context.
+    Reply,
+    /// `GetTask` observation of a waiting task.
+    Poll,
+    /// `SubscribeToTask` after a stream was cut.
+    Resubscribe,
+    /// `CancelTask` cleanup of a known non-final remote task.
+    Cancel,
+}
+
+/// Local correlation fields for protocol logs (PL-7); never sent on the wire.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Correlation {
+    /// The run's execution id.
+    pub execution_id: String,
+    /// The step name.
+    pub step: String,
+    /// The subtask index.
+    pub subtask_index: u32,
+    /// The logical task id.
+    pub logical_task_id: String,
+    /// The invocation's A2A context id.
+    pub context_id: String,
+    /// The remote task id, once known.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub remote_task_id: Option<String>,
+}
+
+/// One HTTP exchange to carry out. Headers and body are final except for authentication, which
+/// the driver adds for `agent` (its card is in the engine's directory).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct HttpRequest {
+    /// Correlates the response inputs.
+    pub op: OpId,
+    /// The agent (card name) addressed.
+    pub agent: String,
+    /// What the exchange is for.
+    pub purpose: OpPurpose,
+    /// HTTP method.
+    #[serde(with = "method_name")]
+    pub method: HttpMethod,
+    /// Absolute URL.
+    pub url: String,
+    /// Request headers (without authentication).
+    pub headers: Vec<(String, String)>,
+    /// Request body (empty for GET).
+    #[serde(with = "bytes_as_text")]
+    pub body: Vec<u8>,
+    /// Whether the response is expected to be a long-lived event stream (no read timeout).
+    pub streaming: bool,
+    /// Local correlation fields for logs.
+    pub correlation: Correlation,
+}
+
+mod method_name {
+    use crate::a2a::HttpMethod;
+    use serde::{Deserialize, Deserializer, Serializer};
+
+    pub fn serialize<S: Serializer>(m: &HttpMethod, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(m.as_str())
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<HttpMethod, D::Error> {
+        match String::deserialize(d)?.as_str() {
+            "GET" => Ok(HttpMethod::Get),
+            "POST" => Ok(HttpMethod::Post),
+            other => Err(serde::de::Error::custom(format!(
+                "unknown HTTP method {other}"
+            ))),
+        }
+    }
+}
+
+/// Bodies are JSON text almost always; store them as UTF-8 text when they are, base64 otherwise,
+/// so traces stay readable.
+mod bytes_as_text {
+    use base64::Engine as _;
+    use serde::{Deserialize, Deserializer, Serialize, Serializer};
+
+    #[derive(Serialize, Deserialize)]
+    #[serde(untagged)]
+    enum Repr {
+        Text(String),
+        Binary { base64: String },
+    }
+
+    pub fn serialize<S: Serializer>(bytes: &[u8], s: S) -> Result<S::Ok, S::Error> {
+        match std::str::from_utf8(bytes) {
+            Ok(text) => Repr::Text(text.to_owned()).serialize(s),
+            Err(_) => Repr::Binary {
+                base64: base64::engine::general_purpose::STANDARD.encode(bytes),
+            }
+            .serialize(s),
+        }
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<u8>, D::Error> {
+        match Repr::deserialize(d)? {
+            Repr::Text(t) => Ok(t.into_bytes()),
+            Repr::Binary { base64 } => base64::engine::general_purpose::STANDARD
+                .decode(base64)
+                .map_err(serde::de::Error::custom),
+        }
+    }
+}
+
+/// A caller bug: the call did not fit the machine's state. The machine is left unchanged.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum ApiMisuse {
+    /// `now` was earlier than a time already handled.
+    #[error("time went backwards: {now} is earlier than {last}")]
+    TimeWentBackwards {
+        /// The latest time handled so far.
+        last: crate::Timestamp,
+        /// The offending time.
+        now: crate::Timestamp,
+    },
+    /// The run already finished; inputs are no longer accepted.
+    #[error("the run has finished")]
+    Finished,
+    /// A host reply of the wrong kind for the call it answers.
+    #[error("{call} expected an answer to {expected}, got one to {got}")]
+    ReplyKindMismatch {
+        /// The call.
+        call: CallId,
+        /// The callback that was asked.
+        expected: &'static str,
+        /// The callback the reply belongs to.
+        got: &'static str,
+    },
+}
+
+impl HostReply {
+    /// The callback this reply answers.
+    pub fn callback_name(&self) -> &'static str {
+        match self {
+            HostReply::Task(_) => "on_task",
+            HostReply::SelfTask(_) => "on_self_task",
+            HostReply::Route(_) => "on_route",
+            HostReply::Negotiation(_) => "on_negotiation",
+        }
+    }
+}

@@ -1,0 +1,142 @@
+//! Bookkeeping shared by the machines of one run: the output queue, the timer table, id
+//! allocation and the registries of pending host calls and HTTP exchanges.
+
+use std::collections::{BTreeMap, BTreeSet, VecDeque};
+
+use serde_json::Value;
+
+use crate::a2a::ResponseDecoder;
+use crate::event::{Event, EventType};
+use crate::ids::{CallId, IdGenerator, OpId, StepId, TaskKey};
+use crate::io::{OpPurpose, Output};
+use crate::time::Timestamp;
+
+/// Everything a machine can wait for. Ties at one instant fire in this enum's order, then by
+/// id, so timer expiry is deterministic.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub(crate) enum TimerKey {
+    /// The single budget of one task activation (TO-2) or one self-task call.
+    TaskDeadline(TaskKey),
+    /// Next `GetTask` observation of a waiting remote task.
+    Poll(TaskKey),
+    /// Budget of one `on_route` call: source step and edge index.
+    Route(StepId, u32),
+    /// Budget of one `CancelTask` cleanup exchange.
+    Cleanup(OpId),
+}
+
+/// Who waits for a host call.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum CallOwner {
+    /// `on_task` or `on_negotiation` of a remote invocation.
+    Invocation(TaskKey),
+    /// `on_self_task` of a SELF_LOOP subtask.
+    SelfTask(TaskKey),
+    /// `on_route` for one edge.
+    Route(StepId, u32),
+}
+
+/// One HTTP exchange in flight.
+#[derive(Debug)]
+pub(crate) struct OpEntry {
+    pub owner: TaskKey,
+    pub purpose: OpPurpose,
+    pub decoder: ResponseDecoder,
+}
+
+/// Shared mutable state of one run, split from the step table so both can be borrowed at once.
+#[derive(Debug)]
+pub(crate) struct Ctx {
+    pub now: Timestamp,
+    pub ids: IdGenerator,
+    pub execution_id: String,
+    pub outputs: VecDeque<Output>,
+    timers: BTreeSet<(Timestamp, TimerKey)>,
+    timer_at: BTreeMap<TimerKey, Timestamp>,
+    next_call: u64,
+    next_op: u64,
+    pub calls: BTreeMap<CallId, CallOwner>,
+    pub ops: BTreeMap<OpId, OpEntry>,
+}
+
+impl Ctx {
+    pub fn new(ids: IdGenerator, execution_id: String) -> Self {
+        Ctx {
+            now: Timestamp::ZERO,
+            ids,
+            execution_id,
+            outputs: VecDeque::new(),
+            timers: BTreeSet::new(),
+            timer_at: BTreeMap::new(),
+            next_call: 0,
+            next_op: 0,
+            calls: BTreeMap::new(),
+            ops: BTreeMap::new(),
+        }
+    }
+
+    pub fn emit(&mut self, kind: EventType, data: Value) {
+        self.outputs
+            .push_back(Output::Event(Event::new(kind, data)));
+    }
+
+    pub fn push(&mut self, output: Output) {
+        self.outputs.push_back(output);
+    }
+
+    /// Registers a host call and returns its id; the caller pushes the `CallHost` output.
+    pub fn new_call(&mut self, owner: CallOwner) -> CallId {
+        self.next_call += 1;
+        let id = CallId(self.next_call);
+        self.calls.insert(id, owner);
+        id
+    }
+
+    /// Forgets a call; when it was still pending, tells the driver it may drop it.
+    pub fn abandon_call(&mut self, call: CallId) {
+        if self.calls.remove(&call).is_some() {
+            self.outputs.push_back(Output::AbandonHostCall { call });
+        }
+    }
+
+    pub fn new_op(&mut self) -> OpId {
+        self.next_op += 1;
+        OpId(self.next_op)
+    }
+
+    /// Forgets an exchange; when it was still open, tells the driver to drop the connection.
+    pub fn abort_op(&mut self, op: OpId) {
+        if self.ops.remove(&op).is_some() {
+            self.outputs.push_back(Output::AbortTransmit { op });
+        }
+        self.clear_timer(TimerKey::Cleanup(op));
+    }
+
+    pub fn set_timer(&mut self, key: TimerKey, at: Timestamp) {
+        if let Some(old) = self.timer_at.insert(key, at) {
+            self.timers.remove(&(old, key));
+        }
+        self.timers.insert((at, key));
+    }
+
+    pub fn clear_timer(&mut self, key: TimerKey) {
+        if let Some(old) = self.timer_at.remove(&key) {
+            self.timers.remove(&(old, key));
+        }
+    }
+
+    pub fn next_deadline(&self) -> Option<Timestamp> {
+        self.timers.first().map(|(at, _)| *at)
+    }
+
+    /// Removes and returns the earliest timer due at `now`, if any.
+    pub fn pop_due(&mut self, now: Timestamp) -> Option<TimerKey> {
+        let (at, key) = *self.timers.first()?;
+        if at > now {
+            return None;
+        }
+        self.timers.remove(&(at, key));
+        self.timer_at.remove(&key);
+        Some(key)
+    }
+}

@@ -1,0 +1,1052 @@
+//! The lifecycle of one dispatched A2A task: content from the host, send, stream or poll,
+//! Negotiation-T exchanges, result, and cleanup of a known non-final remote task.
+//!
+//! One [`Invocation`] exists per remote subtask activation. It has a single budget (TO-2) that
+//! covers `on_task`, the send, waiting and negotiation. It uses a fresh A2A context id, keeps
+//! the same remote task identity throughout (TT-6, TT-14), and decides success only on
+//! `TASK_STATE_COMPLETED` or a standalone message (TT-12).
+//!
+//! ## Negotiation-T rules (NG-1..NG-24)
+//!
+//! * Activation is the host's choice: the first content must list the Negotiation-T URI in
+//!   `extensions`. Otherwise any `INPUT_REQUIRED` (or Propose) fails as unsupported.
+//! * **In-task mode**: `INPUT_REQUIRED` whose response carries a valid Propose (context parsed
+//!   from message, task and artifact metadata layers, identical where repeated; performative
+//!   `PROPOSE`; not exhausted; round not regressed; `maxRounds` unchanged) is handed to
+//!   `on_negotiation`. The reply is sent on the same `taskId` and `contextId`.
+//! * **Pre-task mode** (the seeds leave details open; these are our rules): a bare message (no
+//!   task) that carries negotiation metadata is a pre-task Propose. It is correlated by the
+//!   invocation's `contextId` (the message must carry it or none) plus the negotiation id; the
+//!   reply carries the same `contextId` and **no** `taskId`. Invalid negotiation metadata on a
+//!   bare message fails with `negotiation.invalid`. A bare message without negotiation metadata
+//!   is an ordinary completion. A pre-task Propose that arrives after the agent created a task
+//!   for this invocation is a protocol violation (`negotiation.invalid`): the agent must then
+//!   use `INPUT_REQUIRED`.
+//! * A repeated event for an already answered `(task or context, negotiation id, round)` does not
+//!   call the host again: the engine observes with `GetTask` (or, pre-task, waits).
+//! * `max_negotiation_exchanges` bounds local exchanges; exhaustion, timeout, a host failure or
+//!   a `Stop` fail locally, generate no Abort, and cancel the known non-final remote task.
+//! * After an Abort was sent, `COMPLETED` is still a failure (`negotiation.aborted`).
+
+// A failure is built at most once per task decision, never on a hot path; boxing it would only
+// add an allocation.
+#![allow(clippy::result_large_err)]
+
+use std::collections::BTreeSet;
+
+use serde_json::{Value, json};
+
+use crate::a2a::{
+    A2aCall, Message, ReceivedMessage, ResponseAccumulator, ResponseDecoder, ResponseItem, Role,
+    SendMessageConfiguration, SendMessageRequest, StreamResponse, TaskState,
+    check_required_extensions, encode_call,
+};
+use crate::a2at::{self, NegotiationContext, Performative};
+use crate::agents::{AgentDirectory, AgentEntry};
+use crate::event::EventType;
+use crate::host::{
+    Exchange, HostError, HostReply, HostRequest, MessageContent, NegotiationReply,
+    NegotiationRequest, TaskExecutionResult, TaskRequest, TaskStatus, codes,
+};
+use crate::ids::{CallId, OpId, TaskKey};
+use crate::io::{Correlation, HttpRequest, OpPurpose, Output, TransportError};
+use crate::machine::{CallOwner, Ctx, OpEntry, TimerKey};
+use crate::run::RunConfig;
+use crate::time::Timestamp;
+
+/// Where an invocation is.
+#[derive(Debug, Clone, PartialEq)]
+enum Phase {
+    /// Waiting for `on_task`.
+    Composing(CallId),
+    /// An exchange (send, reply or poll) is open.
+    Exchanging(OpId),
+    /// Waiting for the next poll timer.
+    Waiting,
+    /// Waiting for `on_negotiation`.
+    Negotiating {
+        call: CallId,
+        context: NegotiationContext,
+        received: Box<ReceivedMessage>,
+    },
+    /// Result decided.
+    Done,
+}
+
+/// Everything an invocation borrows from its run while it handles one input.
+pub(crate) struct Env<'a> {
+    pub ctx: &'a mut Ctx,
+    pub agents: &'a AgentDirectory,
+    pub config: &'a RunConfig,
+}
+
+/// A failure decided by the invocation.
+struct Failure {
+    status: TaskStatus,
+    code: String,
+    message: String,
+    details: Option<Value>,
+}
+
+impl Failure {
+    fn new(code: &str, message: impl Into<String>) -> Self {
+        Failure {
+            status: TaskStatus::Failed,
+            code: code.into(),
+            message: message.into(),
+            details: None,
+        }
+    }
+
+    fn with_details(mut self, details: Value) -> Self {
+        self.details = Some(details);
+        self
+    }
+}
+
+type Step = Result<Option<TaskExecutionResult>, Failure>;
+
+/// One remote subtask activation.
+#[derive(Debug)]
+pub(crate) struct Invocation {
+    key: TaskKey,
+    request: TaskRequest,
+    context_id: String,
+    phase: Phase,
+    acc: ResponseAccumulator,
+    remote_task_id: Option<String>,
+    last_state: Option<TaskState>,
+    original: Option<MessageContent>,
+    deadline: Timestamp,
+    negotiation_active: bool,
+    exchanges: Vec<Exchange>,
+    answered: BTreeSet<(String, String, u32)>,
+    last_context: Vec<(String, u32, u32)>,
+    aborted: bool,
+    pre_task: bool,
+}
+
+impl Invocation {
+    /// Starts the activation: asks the host for content and arms the budget.
+    pub fn start(key: TaskKey, request: TaskRequest, env: &mut Env<'_>) -> Self {
+        let context_id = env.ctx.ids.next_uuid();
+        let deadline = env.ctx.now.saturating_add(env.config.task_budget);
+        env.ctx.set_timer(TimerKey::TaskDeadline(key), deadline);
+        let call = env.ctx.new_call(CallOwner::Invocation(key));
+        env.ctx.push(Output::CallHost {
+            call,
+            request: HostRequest::Task(request.clone()),
+        });
+        Invocation {
+            key,
+            request,
+            context_id,
+            phase: Phase::Composing(call),
+            acc: ResponseAccumulator::new(),
+            remote_task_id: None,
+            last_state: None,
+            original: None,
+            deadline,
+            negotiation_active: false,
+            exchanges: Vec::new(),
+            answered: BTreeSet::new(),
+            last_context: Vec::new(),
+            aborted: false,
+            pre_task: false,
+        }
+    }
+
+    fn agent<'a>(&self, env: &Env<'a>) -> Option<&'a AgentEntry> {
+        env.agents.get(&self.request.agent_name)
+    }
+
+    /// A host call owned by this invocation finished.
+    pub fn on_host_reply(
+        &mut self,
+        call: CallId,
+        reply: HostReply,
+        env: &mut Env<'_>,
+    ) -> Option<TaskExecutionResult> {
+        let step = match (&self.phase, reply) {
+            (Phase::Composing(c), HostReply::Task(answer)) if *c == call => {
+                self.on_content(answer, env)
+            }
+            (Phase::Negotiating { call: c, .. }, HostReply::Negotiation(answer)) if *c == call => {
+                self.on_negotiation_reply(answer, env)
+            }
+            _ => Ok(None),
+        };
+        self.conclude(step, env)
+    }
+
+    /// Items decoded from one exchange's response.
+    pub fn on_items(
+        &mut self,
+        op: OpId,
+        items: Vec<ResponseItem>,
+        env: &mut Env<'_>,
+    ) -> Option<TaskExecutionResult> {
+        let step = self.handle_items(op, items, env);
+        self.conclude(step, env)
+    }
+
+    /// An exchange failed at the transport level.
+    pub fn on_transport_failed(
+        &mut self,
+        op: OpId,
+        error: TransportError,
+        env: &mut Env<'_>,
+    ) -> Option<TaskExecutionResult> {
+        if self.phase != Phase::Exchanging(op) {
+            return None;
+        }
+        env.ctx.ops.remove(&op);
+        let failure = Failure::new(
+            codes::REMOTE_NO_RESPONSE,
+            format!(
+                "agent {} did not answer: {}",
+                self.request.agent_name, error.message
+            ),
+        )
+        .with_details(json!({ "transport": error.kind, "message": error.message }));
+        self.conclude(Err(failure), env)
+    }
+
+    /// The poll timer fired: observe the task with `GetTask`.
+    pub fn on_poll_timer(&mut self, env: &mut Env<'_>) -> Option<TaskExecutionResult> {
+        if self.phase != Phase::Waiting {
+            return None;
+        }
+        let Some(task_id) = self.remote_task_id.clone() else {
+            return self.conclude(
+                Err(Failure::new(
+                    codes::EMPTY_STREAM,
+                    "nothing to observe: the agent created no task",
+                )),
+                env,
+            );
+        };
+        let call = A2aCall::GetTask {
+            task_id: &task_id,
+            history_length: env.config.history_length,
+        };
+        let step = self
+            .transmit(&call, OpPurpose::Poll, &[], env)
+            .map(|_| None);
+        self.conclude(step, env)
+    }
+
+    /// The budget expired.
+    pub fn on_deadline(&mut self, env: &mut Env<'_>) -> Option<TaskExecutionResult> {
+        let budget = env.config.task_budget;
+        let negotiating =
+            !self.exchanges.is_empty() || matches!(self.phase, Phase::Negotiating { .. });
+        let failure = Failure::new(
+            codes::TIMEOUT,
+            format!(
+                "task budget of {}s expired (content, send, wait and negotiation)",
+                budget.as_secs_f64()
+            ),
+        );
+        if negotiating {
+            self.emit_negotiation_failed(codes::TIMEOUT, &failure.message, env);
+        }
+        self.conclude(Err(failure), env)
+    }
+
+    /// The run was cancelled or a peer won an ANY_SUCCESS step.
+    pub fn cancel(&mut self, reason: &str, env: &mut Env<'_>) -> Option<TaskExecutionResult> {
+        let mut failure = Failure::new(codes::CANCELLED, reason);
+        failure.status = TaskStatus::Cancelled;
+        self.conclude(Err(failure), env)
+    }
+
+    // ----- content -----
+
+    fn on_content(&mut self, answer: Result<MessageContent, HostError>, env: &mut Env<'_>) -> Step {
+        let content = answer.map_err(host_failure)?;
+        let Some(agent) = self.agent(env) else {
+            return Err(Failure::new(
+                codes::AGENT_NOT_FOUND,
+                format!("Agent not found: {}", self.request.agent_name),
+            ));
+        };
+        check_content(&content, agent)?;
+        self.negotiation_active = content.activates(a2at::NEGOTIATION_T_URI);
+        let extensions = content.unique_extensions();
+        env.ctx.emit(
+            EventType::AgentRequest,
+            json!({
+                "agent": self.request.agent_name,
+                "step": self.request.step_name,
+                "subtask_index": self.request.subtask_index,
+                "task_id": self.request.task_id,
+                "content": content,
+            }),
+        );
+        let message = self.message(&content, None, env);
+        self.original = Some(content);
+        self.send_message(message, &extensions, OpPurpose::Send, env)?;
+        Ok(None)
+    }
+
+    fn message(
+        &self,
+        content: &MessageContent,
+        task_id: Option<String>,
+        env: &mut Env<'_>,
+    ) -> Message {
+        Message {
+            message_id: env.ctx.ids.next_uuid(),
+            context_id: Some(self.context_id.clone()),
+            task_id,
+            role: Role::User,
+            parts: content.parts.clone(),
+            metadata: if content.metadata.is_empty() {
+                None
+            } else {
+                Some(content.metadata.clone())
+            },
+            extensions: content.unique_extensions(),
+            reference_task_ids: Vec::new(),
+        }
+    }
+
+    fn send_message(
+        &mut self,
+        message: Message,
+        extensions: &[String],
+        purpose: OpPurpose,
+        env: &mut Env<'_>,
+    ) -> Result<(), Failure> {
+        let streaming = self.agent(env).is_some_and(|a| a.streaming);
+        let tenant = self.agent(env).and_then(|a| a.endpoint.tenant.clone());
+        let request = SendMessageRequest {
+            tenant,
+            message,
+            configuration: Some(SendMessageConfiguration {
+                accepted_output_modes: Vec::new(),
+                history_length: env.config.history_length,
+                return_immediately: false,
+            }),
+            metadata: None,
+        };
+        let call = if streaming {
+            A2aCall::SendStreamingMessage(&request)
+        } else {
+            A2aCall::SendMessage(&request)
+        };
+        self.transmit(&call, purpose, extensions, env)
+    }
+
+    fn transmit(
+        &mut self,
+        call: &A2aCall<'_>,
+        purpose: OpPurpose,
+        extensions: &[String],
+        env: &mut Env<'_>,
+    ) -> Result<(), Failure> {
+        let Some(agent) = self.agent(env) else {
+            return Err(Failure::new(
+                codes::AGENT_NOT_FOUND,
+                format!("Agent not found: {}", self.request.agent_name),
+            ));
+        };
+        let rpc_id = env.ctx.ids.next_uuid();
+        let encoded = encode_call(&agent.endpoint, call, &rpc_id, extensions);
+        let decoder = ResponseDecoder::new(
+            agent.endpoint.binding,
+            call.kind(),
+            &rpc_id,
+            env.config.decode_limits,
+        );
+        let op = env.ctx.new_op();
+        env.ctx.ops.insert(
+            op,
+            OpEntry {
+                owner: self.key,
+                purpose,
+                decoder,
+            },
+        );
+        env.ctx.push(Output::Transmit(HttpRequest {
+            op,
+            agent: self.request.agent_name.clone(),
+            purpose,
+            method: encoded.method,
+            url: encoded.url,
+            headers: encoded.headers,
+            body: encoded.body,
+            streaming: call.kind().is_streaming(),
+            correlation: self.correlation(env),
+        }));
+        self.phase = Phase::Exchanging(op);
+        Ok(())
+    }
+
+    fn correlation(&self, env: &Env<'_>) -> Correlation {
+        Correlation {
+            execution_id: env.ctx.execution_id.clone(),
+            step: self.request.step_name.clone(),
+            subtask_index: self.request.subtask_index,
+            logical_task_id: self.request.task_id.clone(),
+            context_id: self.context_id.clone(),
+            remote_task_id: self.remote_task_id.clone(),
+        }
+    }
+
+    // ----- responses -----
+
+    fn handle_items(&mut self, op: OpId, items: Vec<ResponseItem>, env: &mut Env<'_>) -> Step {
+        if self.phase != Phase::Exchanging(op) {
+            return Ok(None);
+        }
+        let ends_here = items.iter().any(|i| matches!(i, ResponseItem::End { .. }));
+        for item in items {
+            match item {
+                ResponseItem::Event(event) => {
+                    self.observe(&event, env)?;
+                    if let Some(step) = self.decide(&event, env) {
+                        // The decision may have opened a new exchange; this one is finished.
+                        if ends_here {
+                            env.ctx.ops.remove(&op);
+                        } else {
+                            env.ctx.abort_op(op);
+                        }
+                        return step;
+                    }
+                }
+                ResponseItem::Rejected(error) | ResponseItem::Malformed(error) => {
+                    env.ctx.ops.remove(&op);
+                    if !ends_here {
+                        env.ctx.push(Output::AbortTransmit { op });
+                    }
+                    let details = json!({
+                        "httpStatus": error.http_status,
+                        "rpcCode": error.rpc_code,
+                        "reason": error.reason,
+                        "details": error.details,
+                        "retryAfter": error.retry_after,
+                    });
+                    return Err(
+                        Failure::new(&error.code, error.message.clone()).with_details(details)
+                    );
+                }
+                ResponseItem::End { events } => {
+                    env.ctx.ops.remove(&op);
+                    return self.on_stream_end(events, env);
+                }
+            }
+        }
+        Ok(None)
+    }
+
+    /// Identity checks, accumulation and traffic events for one stream event.
+    fn observe(&mut self, event: &StreamResponse, env: &mut Env<'_>) -> Result<(), Failure> {
+        let (task_id, context_id) = match event {
+            StreamResponse::Task(t) => (Some(t.id.as_str()), t.context_id.as_deref()),
+            StreamResponse::StatusUpdate(u) => (Some(u.task_id.as_str()), u.context_id.as_deref()),
+            StreamResponse::ArtifactUpdate(u) => {
+                (Some(u.task_id.as_str()), u.context_id.as_deref())
+            }
+            StreamResponse::Message(m) => (m.task_id.as_deref(), m.context_id.as_deref()),
+        };
+        if let Some(ctx) = context_id.filter(|c| !c.is_empty()) {
+            if ctx != self.context_id {
+                return Err(identity_changed(format!(
+                    "context {ctx} differs from the invocation's context {}",
+                    self.context_id
+                )));
+            }
+        }
+        if let Some(id) = task_id {
+            if id.trim().is_empty() {
+                return Err(identity_changed("remote task id is blank".into()));
+            }
+            match &self.remote_task_id {
+                Some(known) if known != id => {
+                    return Err(identity_changed(format!(
+                        "remote task id changed from {known} to {id}"
+                    )));
+                }
+                Some(_) => {}
+                None => self.remote_task_id = Some(id.to_owned()),
+            }
+        }
+        self.acc.apply(event);
+        let agent = &self.request.agent_name;
+        match event {
+            StreamResponse::Task(t) => {
+                self.last_state = Some(t.status.state);
+                env.ctx.emit(
+                    EventType::AgentStatusUpdate,
+                    json!({
+                        "agent": agent,
+                        "taskId": t.id,
+                        "state": t.status.state.as_str(),
+                        "is_final": t.status.state.is_terminal(),
+                        "message": t.status.message,
+                        "snapshot": true,
+                    }),
+                );
+            }
+            StreamResponse::StatusUpdate(u) => {
+                self.last_state = Some(u.status.state);
+                env.ctx.emit(
+                    EventType::AgentStatusUpdate,
+                    json!({
+                        "agent": agent,
+                        "taskId": u.task_id,
+                        "state": u.status.state.as_str(),
+                        "is_final": u.status.state.is_terminal(),
+                        "message": u.status.message,
+                        "snapshot": false,
+                    }),
+                );
+            }
+            StreamResponse::ArtifactUpdate(u) => env.ctx.emit(
+                EventType::AgentArtifactUpdate,
+                json!({
+                    "agent": agent,
+                    "taskId": u.task_id,
+                    "artifact_id": u.artifact.artifact_id,
+                    "artifact_name": u.artifact.name,
+                    "append": u.append,
+                    "last_chunk": u.last_chunk,
+                    "artifact": u.artifact,
+                }),
+            ),
+            StreamResponse::Message(m) => env.ctx.emit(
+                EventType::AgentMessageEvent,
+                json!({ "agent": agent, "role": m.role.as_str(), "message": m }),
+            ),
+        }
+        Ok(())
+    }
+
+    /// Acts on an event when it settles the current exchange; `None` keeps reading.
+    fn decide(&mut self, event: &StreamResponse, env: &mut Env<'_>) -> Option<Step> {
+        match event {
+            StreamResponse::Message(m) => Some(self.on_bare_message(m, env)),
+            StreamResponse::Task(t) => self.on_state(t.status.state, env),
+            StreamResponse::StatusUpdate(u) => self.on_state(u.status.state, env),
+            StreamResponse::ArtifactUpdate(_) => None,
+        }
+    }
+
+    fn on_state(&mut self, state: TaskState, env: &mut Env<'_>) -> Option<Step> {
+        let step = match state {
+            TaskState::Submitted | TaskState::Working => return None,
+            TaskState::Completed => {
+                if self.aborted {
+                    Err(Failure::new(
+                        codes::NEGOTIATION_ABORTED,
+                        "the host sent a Negotiation-T Abort; the agent's COMPLETED is not a task success",
+                    ))
+                } else {
+                    Ok(Some(self.result(TaskStatus::Success, None)))
+                }
+            }
+            TaskState::Failed => Err(remote_state_failure(codes::REMOTE_TASK_FAILED, state)),
+            TaskState::Canceled => Err(remote_state_failure(codes::REMOTE_TASK_CANCELED, state)),
+            TaskState::Rejected => Err(remote_state_failure(codes::REMOTE_TASK_REJECTED, state)),
+            TaskState::InputRequired => self.on_input_required(env),
+            TaskState::AuthRequired | TaskState::Unspecified | TaskState::Unrecognized => {
+                Err(Failure::new(
+                    codes::UNSUPPORTED_TASK_STATE,
+                    format!("Unsupported non-final remote task state {}", state.as_str()),
+                ))
+            }
+        };
+        Some(step)
+    }
+
+    fn on_stream_end(&mut self, events: usize, env: &mut Env<'_>) -> Step {
+        if events == 0 {
+            return Err(Failure::new(
+                codes::EMPTY_STREAM,
+                "the agent closed the response before any A2A event",
+            ));
+        }
+        match self.last_state {
+            Some(state) if state.is_active() => {
+                // Stream or unary answer left the task waiting: observe without resending.
+                self.schedule_poll(env);
+                Ok(None)
+            }
+            _ => Err(Failure::new(
+                codes::EMPTY_STREAM,
+                "the response ended without a task state or message",
+            )),
+        }
+    }
+
+    fn schedule_poll(&mut self, env: &mut Env<'_>) {
+        self.phase = Phase::Waiting;
+        let at = env.ctx.now.saturating_add(env.config.poll_interval);
+        env.ctx.set_timer(TimerKey::Poll(self.key), at);
+    }
+
+    // ----- negotiation -----
+
+    fn on_input_required(&mut self, env: &mut Env<'_>) -> Step {
+        if !self.negotiation_active {
+            return Err(Failure::new(
+                codes::UNSUPPORTED_TASK_STATE,
+                "Unsupported INPUT_REQUIRED interaction: Negotiation-T was not activated for this task",
+            ));
+        }
+        let Some(task_id) = self.remote_task_id.clone() else {
+            return Err(Failure::new(
+                codes::UNSUPPORTED_TASK_STATE,
+                "INPUT_REQUIRED without a remote task identity",
+            ));
+        };
+        let received = self
+            .acc
+            .received_messages()
+            .into_iter()
+            .rev()
+            .find(|r| r.task_id.is_some())
+            .unwrap_or_default();
+        self.on_propose(task_id, received, env)
+    }
+
+    fn on_bare_message(&mut self, message: &Message, env: &mut Env<'_>) -> Step {
+        let meta = message.metadata.clone().unwrap_or_default();
+        let carries = meta.contains_key(a2at::NEGOTIATION_CONTEXT_KEY)
+            || a2at::metadata_has_negotiation_key(&meta);
+        if !carries {
+            return Ok(Some(self.result(TaskStatus::Success, None)));
+        }
+        if !self.negotiation_active {
+            return Err(Failure::new(
+                codes::UNSUPPORTED_TASK_STATE,
+                "the agent answered with a Negotiation-T Propose but Negotiation-T was not activated for this task",
+            ));
+        }
+        if self.remote_task_id.is_some() && !self.pre_task {
+            return Err(negotiation_invalid(
+                "pre-task Propose received after the agent created a task; use INPUT_REQUIRED",
+            ));
+        }
+        self.pre_task = true;
+        let received = ReceivedMessage {
+            message: Some(message.clone()),
+            context_id: message.context_id.clone(),
+            ..Default::default()
+        };
+        let key = self.context_id.clone();
+        self.on_propose(key, received, env)
+    }
+
+    /// A response that should carry a Propose; `scope` is the remote task id (in-task) or the
+    /// context id (pre-task).
+    fn on_propose(&mut self, scope: String, received: ReceivedMessage, env: &mut Env<'_>) -> Step {
+        let context = match a2at::context_of(&received) {
+            Ok(Some(c)) => c,
+            Ok(None) => {
+                return Err(Failure::new(
+                    codes::UNSUPPORTED_TASK_STATE,
+                    "Unsupported INPUT_REQUIRED interaction: no Negotiation-T Propose",
+                ));
+            }
+            Err(e) => {
+                return Err(negotiation_invalid(format!(
+                    "invalid negotiation context: {e}"
+                )));
+            }
+        };
+        if !carries_negotiation_key(&received) {
+            return Err(negotiation_invalid(
+                "negotiationContext present but no Negotiation-T content key in any metadata layer",
+            ));
+        }
+        if context.performative != Performative::Propose {
+            return Err(negotiation_invalid(format!(
+                "expected a PROPOSE, the agent sent {:?}",
+                context.performative
+            )));
+        }
+        if context.is_exhausted() {
+            return Err(negotiation_invalid(format!(
+                "Propose round {} exceeds maxRounds {}",
+                context.round, context.max_rounds
+            )));
+        }
+        if let Some((_, round, max)) = self
+            .last_context
+            .iter()
+            .find(|(id, _, _)| *id == context.id)
+        {
+            if context.round < *round || context.max_rounds != *max {
+                return Err(negotiation_invalid(format!(
+                    "Negotiation round regressed or maxRounds changed (round {} -> {}, maxRounds {} -> {})",
+                    round, context.round, max, context.max_rounds
+                )));
+            }
+        }
+        let dedup = (scope, context.id.clone(), context.round);
+        if self.answered.contains(&dedup) {
+            // Already answered: observe without asking again or resending (NG-15).
+            if self.pre_task {
+                return Err(negotiation_invalid(
+                    "the agent repeated an already answered pre-task Propose",
+                ));
+            }
+            self.schedule_poll(env);
+            return Ok(None);
+        }
+        if self.exchanges.len() >= env.config.max_negotiation_exchanges as usize {
+            let message = "Negotiation exchange budget exhausted; no Abort generated";
+            self.emit_negotiation_failed(codes::NEGOTIATION_BUDGET_EXHAUSTED, message, env);
+            return Err(Failure::new(codes::NEGOTIATION_BUDGET_EXHAUSTED, message));
+        }
+        match self
+            .last_context
+            .iter_mut()
+            .find(|(id, _, _)| *id == context.id)
+        {
+            Some(entry) => *entry = (context.id.clone(), context.round, context.max_rounds),
+            None => self
+                .last_context
+                .push((context.id.clone(), context.round, context.max_rounds)),
+        }
+        let request = NegotiationRequest {
+            task: self.request.clone(),
+            original_submission: self.original.clone().unwrap_or_default(),
+            received: received.clone(),
+            previous_exchanges: self.exchanges.clone(),
+            remaining_wait: self.deadline.saturating_duration_since(env.ctx.now),
+        };
+        let call = env.ctx.new_call(CallOwner::Invocation(self.key));
+        env.ctx.emit(
+            EventType::NegotiationRequest,
+            json!({
+                "agent": self.request.agent_name,
+                "step": self.request.step_name,
+                "subtask_index": self.request.subtask_index,
+                "exchange": self.exchanges.len() + 1,
+                "negotiationId": context.id,
+                "round": context.round,
+                "maxRounds": context.max_rounds,
+                "mode": if self.pre_task { "pre_task" } else { "in_task" },
+            }),
+        );
+        env.ctx.push(Output::CallHost {
+            call,
+            request: HostRequest::Negotiation(Box::new(request)),
+        });
+        self.phase = Phase::Negotiating {
+            call,
+            context,
+            received: Box::new(received),
+        };
+        Ok(None)
+    }
+
+    fn on_negotiation_reply(
+        &mut self,
+        answer: Result<NegotiationReply, HostError>,
+        env: &mut Env<'_>,
+    ) -> Step {
+        let Phase::Negotiating {
+            context, received, ..
+        } = std::mem::replace(&mut self.phase, Phase::Waiting)
+        else {
+            return Ok(None);
+        };
+        let reply = match answer {
+            Ok(r) => r,
+            Err(e) => {
+                self.emit_negotiation_failed(&e.code, &e.message, env);
+                return Err(host_failure(e));
+            }
+        };
+        let content = match reply {
+            NegotiationReply::Stop { code, reason } => {
+                if code.trim().is_empty() || reason.trim().is_empty() {
+                    let message = "Stop needs a non-blank code and reason";
+                    self.emit_negotiation_failed(codes::NEGOTIATION_INVALID, message, env);
+                    return Err(negotiation_invalid(message));
+                }
+                self.emit_negotiation_failed(&code, &reason, env);
+                return Err(Failure::new(&code, reason));
+            }
+            NegotiationReply::Send { content } => content,
+        };
+        if let Err(message) = check_reply(&content, &context) {
+            self.emit_negotiation_failed(codes::NEGOTIATION_INVALID, &message, env);
+            return Err(negotiation_invalid(message));
+        }
+        let reply_context = a2at::metadata_negotiation(&content.metadata)
+            .ok()
+            .flatten()
+            .unwrap_or_else(|| context.clone());
+        if reply_context.performative == Performative::Abort {
+            self.aborted = true;
+        }
+        let scope = if self.pre_task {
+            self.context_id.clone()
+        } else {
+            self.remote_task_id.clone().unwrap_or_default()
+        };
+        self.answered
+            .insert((scope, context.id.clone(), context.round));
+        self.exchanges.push(Exchange {
+            received: *received,
+            reply: content.clone(),
+        });
+        env.ctx.emit(
+            EventType::NegotiationResolved,
+            json!({
+                "agent": self.request.agent_name,
+                "step": self.request.step_name,
+                "subtask_index": self.request.subtask_index,
+                "exchange": self.exchanges.len(),
+                "negotiationId": context.id,
+                "round": context.round,
+                "performative": reply_context.performative.as_str(),
+                "reply": content,
+            }),
+        );
+        let task_id = if self.pre_task {
+            None
+        } else {
+            self.remote_task_id.clone()
+        };
+        let message = self.message(&content, task_id, env);
+        // The last state described the Propose; the reply's answer starts a fresh observation.
+        self.last_state = None;
+        self.send_message(message, &content.unique_extensions(), OpPurpose::Reply, env)?;
+        Ok(None)
+    }
+
+    fn emit_negotiation_failed(&self, code: &str, message: &str, env: &mut Env<'_>) {
+        env.ctx.emit(
+            EventType::NegotiationFailed,
+            json!({
+                "agent": self.request.agent_name,
+                "step": self.request.step_name,
+                "subtask_index": self.request.subtask_index,
+                "exchange": self.exchanges.len(),
+                "errorType": code,
+                "error": message,
+            }),
+        );
+    }
+
+    // ----- results -----
+
+    fn result(&self, status: TaskStatus, failure: Option<&Failure>) -> TaskExecutionResult {
+        let outputs = if status == TaskStatus::Success {
+            self.acc.outputs()
+        } else {
+            Vec::new()
+        };
+        TaskExecutionResult {
+            step_name: self.request.step_name.clone(),
+            subtask_index: self.request.subtask_index,
+            agent_name: self.request.agent_name.clone(),
+            skill: self.request.skill.clone(),
+            task_id: self.request.task_id.clone(),
+            task_description: self.request.instruction.clone(),
+            status,
+            outputs,
+            received_messages: self.acc.received_messages(),
+            error: failure.map(|f| f.message.clone()),
+            error_code: failure.map(|f| f.code.clone()),
+            error_details: failure.and_then(|f| f.details.clone()),
+            remote_task_id: self.remote_task_id.clone(),
+            context_id: Some(self.context_id.clone()),
+        }
+    }
+
+    /// Turns the outcome of a handler into a final result, cleaning up when one was decided.
+    fn conclude(&mut self, step: Step, env: &mut Env<'_>) -> Option<TaskExecutionResult> {
+        if self.phase == Phase::Done {
+            return None;
+        }
+        let result = match step {
+            Ok(None) => return None,
+            Ok(Some(result)) => result,
+            Err(failure) => self.result(failure.status, Some(&failure)),
+        };
+        self.finish(env);
+        let text: Vec<&str> = result.outputs.iter().filter_map(Value::as_str).collect();
+        env.ctx.emit(
+            EventType::AgentResponse,
+            json!({
+                "agent": self.request.agent_name,
+                "step": self.request.step_name,
+                "subtask_index": self.request.subtask_index,
+                "response": text.join("\n"),
+                "receivedMessages": result.received_messages,
+            }),
+        );
+        Some(result)
+    }
+
+    /// Releases everything still pending and cancels a known non-final remote task (TO-3).
+    fn finish(&mut self, env: &mut Env<'_>) {
+        match std::mem::replace(&mut self.phase, Phase::Done) {
+            Phase::Composing(call) | Phase::Negotiating { call, .. } => env.ctx.abandon_call(call),
+            Phase::Exchanging(op) => env.ctx.abort_op(op),
+            Phase::Waiting | Phase::Done => {}
+        }
+        env.ctx.clear_timer(TimerKey::TaskDeadline(self.key));
+        env.ctx.clear_timer(TimerKey::Poll(self.key));
+        let final_state = self.last_state.is_some_and(|s| s.is_terminal());
+        if let (Some(task_id), false) = (self.remote_task_id.clone(), final_state) {
+            self.cleanup_cancel(&task_id, env);
+        }
+    }
+
+    fn cleanup_cancel(&mut self, task_id: &str, env: &mut Env<'_>) {
+        let Some(agent) = self.agent(env) else {
+            return;
+        };
+        let rpc_id = env.ctx.ids.next_uuid();
+        let call = A2aCall::CancelTask { task_id };
+        let encoded = encode_call(&agent.endpoint, &call, &rpc_id, &[]);
+        let decoder = ResponseDecoder::new(
+            agent.endpoint.binding,
+            call.kind(),
+            &rpc_id,
+            env.config.decode_limits,
+        );
+        let op = env.ctx.new_op();
+        env.ctx.ops.insert(
+            op,
+            OpEntry {
+                owner: self.key,
+                purpose: OpPurpose::Cancel,
+                decoder,
+            },
+        );
+        let at = env.ctx.now.saturating_add(env.config.cancel_budget);
+        env.ctx.set_timer(TimerKey::Cleanup(op), at);
+        env.ctx.push(Output::Transmit(HttpRequest {
+            op,
+            agent: self.request.agent_name.clone(),
+            purpose: OpPurpose::Cancel,
+            method: encoded.method,
+            url: encoded.url,
+            headers: encoded.headers,
+            body: encoded.body,
+            streaming: false,
+            correlation: self.correlation(env),
+        }));
+    }
+}
+
+fn host_failure(e: HostError) -> Failure {
+    let code = if e.code.trim().is_empty() {
+        codes::EXECUTION_FAILED.to_owned()
+    } else {
+        e.code
+    };
+    Failure {
+        status: TaskStatus::Failed,
+        code,
+        message: e.message,
+        details: e.details,
+    }
+}
+
+fn identity_changed(detail: String) -> Failure {
+    Failure::new(
+        codes::REMOTE_IDENTITY_CHANGED,
+        format!("Remote task/context identity changed: {detail}"),
+    )
+}
+
+fn negotiation_invalid(message: impl Into<String>) -> Failure {
+    Failure::new(codes::NEGOTIATION_INVALID, message)
+}
+
+fn remote_state_failure(code: &str, state: TaskState) -> Failure {
+    Failure::new(code, format!("Agent returned state={}", state.as_str()))
+        .with_details(json!({ "state": state.as_str() }))
+}
+
+fn carries_negotiation_key(received: &ReceivedMessage) -> bool {
+    let message = received
+        .message
+        .as_ref()
+        .and_then(|m| m.metadata.as_ref())
+        .is_some_and(a2at::metadata_has_negotiation_key);
+    let task = received
+        .task_metadata
+        .as_ref()
+        .is_some_and(a2at::metadata_has_negotiation_key);
+    let artifacts = received
+        .artifacts
+        .iter()
+        .filter_map(|a| a.metadata.as_ref())
+        .any(a2at::metadata_has_negotiation_key);
+    message || task || artifacts
+}
+
+/// Content rules checked before the first send (TT-3, TT-7, TT-8, a2a-wire P15).
+fn check_content(content: &MessageContent, agent: &AgentEntry) -> Result<(), Failure> {
+    let invalid = |m: String| Failure::new(codes::INVALID_CONTENT, m);
+    content.validate().map_err(|e| invalid(e.to_string()))?;
+    let in_extensions = content.activates(a2at::TASK_T_URI);
+    let in_metadata = content.metadata.contains_key(a2at::TASK_T_URI);
+    if in_extensions != in_metadata {
+        return Err(invalid(
+            "Task-T content must both activate the Task-T extension and carry its metadata key"
+                .into(),
+        ));
+    }
+    for uri in content.unique_extensions() {
+        if !agent.card.declares_extension(&uri) {
+            return Err(invalid(format!(
+                "extension {uri} is not declared by agent {}",
+                agent.card.name
+            )));
+        }
+    }
+    check_required_extensions(&agent.card, &content.extensions).map_err(|e| invalid(e.to_string()))
+}
+
+/// NG-12: the reply carries and activates Negotiation-T with the same id, round and maxRounds,
+/// and is not a new Propose.
+fn check_reply(content: &MessageContent, received: &NegotiationContext) -> Result<(), String> {
+    content.validate().map_err(|e| e.to_string())?;
+    let mismatch = "Reply does not match the received negotiation context/round";
+    if !a2at::activates(
+        &content.extensions,
+        &content.metadata,
+        a2at::NEGOTIATION_T_URI,
+    ) {
+        return Err(format!(
+            "{mismatch}: the reply must list {} in extensions and carry it as a metadata key",
+            a2at::NEGOTIATION_T_URI
+        ));
+    }
+    let reply = match a2at::metadata_negotiation(&content.metadata) {
+        Ok(Some(c)) => c,
+        Ok(None) => return Err(format!("{mismatch}: no negotiationContext in the reply")),
+        Err(e) => return Err(format!("{mismatch}: {e}")),
+    };
+    if reply.id != received.id
+        || reply.round != received.round
+        || reply.max_rounds != received.max_rounds
+    {
+        return Err(format!(
+            "{mismatch}: expected id {} round {} maxRounds {}, got id {} round {} maxRounds {}",
+            received.id,
+            received.round,
+            received.max_rounds,
+            reply.id,
+            reply.round,
+            reply.max_rounds
+        ));
+    }
+    if reply.performative == Performative::Propose {
+        return Err(format!("{mismatch}: a reply must not be a new PROPOSE"));
+    }
+    Ok(())
+}

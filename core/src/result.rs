@@ -1,0 +1,61 @@
+//! The complete result of a run (DG-10, DG-11).
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use crate::host::TaskExecutionResult;
+
+/// Why a run did not succeed.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RunError {
+    /// Stable code, e.g. `workflow.step_failed`, `workflow.route_failed`, `workflow.cancelled`.
+    pub code: String,
+    /// Human-readable message naming the step or edge involved.
+    pub message: String,
+}
+
+/// How a step ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum StepStatus {
+    /// Never reached: the run stopped or was cancelled first.
+    NotRun,
+    /// On a branch that was not taken (dead path); never dispatched.
+    Skipped,
+    /// Ran and succeeded.
+    Succeeded,
+    /// Ran and failed.
+    Failed,
+    /// Was running when the run was cancelled.
+    Cancelled,
+}
+
+/// The status of one step at the end of the run.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct StepReport {
+    /// The step name.
+    pub name: String,
+    /// How it ended.
+    pub status: StepStatus,
+}
+
+/// Everything a run produced.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ExecutionResult {
+    /// The run's execution id.
+    pub execution_id: String,
+    /// True only when every dispatched step succeeded and the run was not cancelled.
+    pub success: bool,
+    /// Why the run failed, when it did.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<RunError>,
+    /// One entry per finished subtask, in the order they finished.
+    pub history: Vec<TaskExecutionResult>,
+    /// step name → task key → outputs. The task key is the subtask description, or
+    /// `"<description> [<agent>#<index>]"` when descriptions repeat within the step.
+    pub step_outputs: BTreeMap<String, BTreeMap<String, Vec<Value>>>,
+    /// Every step of the workflow with its final status, in declaration order.
+    pub steps: Vec<StepReport>,
+}

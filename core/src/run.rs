@@ -1,0 +1,1105 @@
+//! The [`Run`] state machine: one workflow execution, inputs in, outputs out.
+//!
+//! # Method categories and drain order
+//!
+//! * Getters take `&self`: [`Run::poll_timeout`], [`Run::is_finished`], [`Run::result`].
+//! * Mutators take the current time: [`Run::handle`] for inputs, [`Run::handle_timeout`] when the
+//!   clock reaches [`Run::poll_timeout`]. Extra `handle_timeout` calls are harmless.
+//! * [`Run::poll_output`] drains what the run wants done, in causal order. Drain it completely
+//!   after `new`, after every `handle` and after every `handle_timeout`; draining late never
+//!   changes what comes out, only when.
+//!
+//! # Scheduling
+//!
+//! Readiness is event-driven, not in waves. A step starts the moment every predecessor has
+//! *settled* and at least one activated edge reaches it (start steps are activated by the run).
+//! A predecessor settles when it finished routing, or when it is itself a dead path (all of its
+//! predecessors settled without activating it). Dead paths propagate, so a join never waits for
+//! a branch that was not taken (DG-4), and every step settles in a valid DAG. The deadlock check
+//! (DG-5) is kept as a guard and reports the missing predecessors.
+//!
+//! After a step fails, nothing new is dispatched; steps already running finish, and their
+//! routing is skipped (DG-7). Cancellation cancels every running subtask (and its known
+//! non-final remote task) and abandons pending host calls. The run finishes when nothing is in
+//! flight, including `CancelTask` cleanup exchanges, which have their own budget.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::Arc;
+use std::time::Duration;
+
+use serde_json::{Value, json};
+
+use crate::a2a::{DecodeLimits, ResponseItem};
+use crate::agents::AgentDirectory;
+use crate::event::EventType;
+use crate::host::{
+    HostReply, HostRequest, RouteDecision, RouteRequest, TaskExecutionResult, TaskRequest,
+    TaskResult, TaskStatus, UpstreamStepResult, WorkflowInput, codes,
+};
+use crate::ids::{CallId, IdGenerator, OpId, StepId, TaskKey, name_based_uuid};
+use crate::io::{ApiMisuse, Input, OpPurpose, Output};
+use crate::machine::{CallOwner, Ctx, TimerKey};
+use crate::remote::{Env, Invocation};
+use crate::result::{ExecutionResult, RunError, StepReport, StepStatus};
+use crate::time::Timestamp;
+use crate::workflow::{ContextSources, EdgeTarget, StepType, ValidatedWorkflow};
+
+/// Settings of one run. Defaults follow the reference engines (CF-1, CF-3, CF-11).
+#[derive(Debug, Clone, PartialEq)]
+pub struct RunConfig {
+    /// Seed of the id generator: the same seed and inputs give byte-identical outputs.
+    pub seed: u64,
+    /// Execution id; drawn from the seeded generator when `None`.
+    pub execution_id: Option<String>,
+    /// One budget per task activation: content, send, waiting and negotiation (default 600 s).
+    pub task_budget: Duration,
+    /// Budget of each `on_route` and `on_self_task` call (default 600 s).
+    pub callback_budget: Duration,
+    /// Delay between `GetTask` observations of a waiting task (default 250 ms).
+    pub poll_interval: Duration,
+    /// Budget of each `CancelTask` cleanup exchange (default 5 s).
+    pub cancel_budget: Duration,
+    /// Local negotiation exchanges allowed per task (default 3).
+    pub max_negotiation_exchanges: u32,
+    /// `historyLength` sent with sends and polls (default `Some(0)`: the engine never needs it).
+    pub history_length: Option<i32>,
+    /// Size limits for decoding responses.
+    pub decode_limits: DecodeLimits,
+}
+
+impl Default for RunConfig {
+    fn default() -> Self {
+        RunConfig {
+            seed: 0,
+            execution_id: None,
+            task_budget: Duration::from_secs(600),
+            callback_budget: Duration::from_secs(600),
+            poll_interval: Duration::from_millis(250),
+            cancel_budget: Duration::from_secs(5),
+            max_negotiation_exchanges: 3,
+            history_length: Some(0),
+            decode_limits: DecodeLimits::default(),
+        }
+    }
+}
+
+/// What the host starts a run with.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RunStart {
+    /// The runtime intent passed to every task request (default empty).
+    pub runtime_intent: String,
+    /// Language hint for the host's content generation (default `zh`).
+    pub language: String,
+}
+
+impl Default for RunStart {
+    fn default() -> Self {
+        RunStart {
+            runtime_intent: String::new(),
+            language: "zh".into(),
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Phase {
+    Pending,
+    Running,
+    Routing,
+    Succeeded,
+    Failed,
+    Skipped,
+    Cancelled,
+}
+
+#[derive(Debug)]
+struct RoutingState {
+    decisions: Vec<Option<RouteDecision>>,
+    calls: Vec<(u32, CallId)>,
+}
+
+#[derive(Debug)]
+struct StepState {
+    phase: Phase,
+    unsettled_predecessors: usize,
+    activated: bool,
+    window: WorkflowInput,
+    results: Vec<Option<TaskExecutionResult>>,
+    running: usize,
+    winner_found: bool,
+    routing: Option<RoutingState>,
+}
+
+#[derive(Debug)]
+enum Slot {
+    Remote(Box<Invocation>),
+    Local(CallId),
+}
+
+/// One workflow execution as a pure state machine. See the module docs for the contract.
+#[derive(Debug)]
+pub struct Run {
+    workflow: Arc<ValidatedWorkflow>,
+    agents: Arc<AgentDirectory>,
+    config: RunConfig,
+    start: RunStart,
+    ctx: Ctx,
+    steps: Vec<StepState>,
+    slots: BTreeMap<TaskKey, Slot>,
+    ready: BTreeSet<StepId>,
+    history: Vec<TaskExecutionResult>,
+    failure: Option<RunError>,
+    cancelled: bool,
+    finished: Option<ExecutionResult>,
+    started: bool,
+}
+
+impl Run {
+    /// Creates the run. Nothing happens until the first [`Run::handle_timeout`] or
+    /// [`Run::handle`]; the `start` event and the first dispatches are queued at once.
+    pub fn new(
+        workflow: Arc<ValidatedWorkflow>,
+        agents: Arc<AgentDirectory>,
+        config: RunConfig,
+        start: RunStart,
+    ) -> Run {
+        let mut ids = IdGenerator::new(config.seed);
+        let execution_id = config
+            .execution_id
+            .clone()
+            .unwrap_or_else(|| ids.next_uuid());
+        let steps = workflow
+            .step_ids()
+            .map(|id| StepState {
+                phase: Phase::Pending,
+                unsettled_predecessors: workflow.predecessors(id).len(),
+                activated: false,
+                window: WorkflowInput::default(),
+                results: Vec::new(),
+                running: 0,
+                winner_found: false,
+                routing: None,
+            })
+            .collect();
+        let mut run = Run {
+            workflow,
+            agents,
+            config,
+            start,
+            ctx: Ctx::new(ids, execution_id),
+            steps,
+            slots: BTreeMap::new(),
+            ready: BTreeSet::new(),
+            history: Vec::new(),
+            failure: None,
+            cancelled: false,
+            finished: None,
+            started: false,
+        };
+        run.begin();
+        run
+    }
+
+    /// The execution id of this run.
+    pub fn execution_id(&self) -> &str {
+        &self.ctx.execution_id
+    }
+
+    /// The next output, in causal order; `None` when nothing is queued right now.
+    pub fn poll_output(&mut self) -> Option<Output> {
+        self.ctx.outputs.pop_front()
+    }
+
+    /// The earliest instant at which [`Run::handle_timeout`] has work to do.
+    pub fn poll_timeout(&self) -> Option<Timestamp> {
+        if self.finished.is_some() {
+            return None;
+        }
+        self.ctx.next_deadline()
+    }
+
+    /// Whether the run has finished (the [`Output::Finished`] was queued).
+    pub fn is_finished(&self) -> bool {
+        self.finished.is_some()
+    }
+
+    /// The result, once finished.
+    pub fn result(&self) -> Option<&ExecutionResult> {
+        self.finished.as_ref()
+    }
+
+    /// Feeds one input that happened at `now`.
+    pub fn handle(&mut self, input: Input, now: Timestamp) -> Result<(), ApiMisuse> {
+        self.advance_clock(now)?;
+        match input {
+            Input::HostReply { call, reply } => self.on_host_reply(call, reply)?,
+            Input::ResponseHead {
+                op,
+                status,
+                headers,
+            } => {
+                if let Some(entry) = self.ctx.ops.get_mut(&op) {
+                    entry.decoder.on_head(status, &headers);
+                }
+            }
+            Input::ResponseBody { op, chunk } => {
+                let mut items = Vec::new();
+                if let Some(entry) = self.ctx.ops.get_mut(&op) {
+                    entry.decoder.on_body(&chunk, &mut items);
+                }
+                if !items.is_empty() {
+                    self.on_items(op, items);
+                }
+            }
+            Input::ResponseEnd { op } => {
+                let mut items = Vec::new();
+                if let Some(entry) = self.ctx.ops.get_mut(&op) {
+                    entry.decoder.on_end(&mut items);
+                }
+                if !items.is_empty() {
+                    self.on_items(op, items);
+                }
+            }
+            Input::TransportFailed { op, error } => {
+                if let Some(entry) = self.ctx.ops.get(&op) {
+                    let owner = entry.owner;
+                    if entry.purpose == OpPurpose::Cancel {
+                        self.ctx.abort_op(op);
+                    } else if let Some(Slot::Remote(inv)) = self.slots.get_mut(&owner) {
+                        let mut env = Env {
+                            ctx: &mut self.ctx,
+                            agents: &self.agents,
+                            config: &self.config,
+                        };
+                        if let Some(result) = inv.on_transport_failed(op, error, &mut env) {
+                            self.task_finished(owner, result);
+                        }
+                    } else {
+                        self.ctx.abort_op(op);
+                    }
+                }
+            }
+            Input::Cancel => self.cancel(),
+        }
+        self.after_input();
+        Ok(())
+    }
+
+    /// The clock reached a deadline returned by [`Run::poll_timeout`] (or any later instant).
+    pub fn handle_timeout(&mut self, now: Timestamp) -> Result<(), ApiMisuse> {
+        self.advance_clock(now)?;
+        while let Some(key) = self.ctx.pop_due(now) {
+            self.on_timer(key);
+        }
+        self.after_input();
+        Ok(())
+    }
+
+    fn advance_clock(&mut self, now: Timestamp) -> Result<(), ApiMisuse> {
+        if self.finished.is_some() {
+            return Err(ApiMisuse::Finished);
+        }
+        if now < self.ctx.now {
+            return Err(ApiMisuse::TimeWentBackwards {
+                last: self.ctx.now,
+                now,
+            });
+        }
+        self.ctx.now = now;
+        Ok(())
+    }
+
+    // ----- lifecycle -----
+
+    fn begin(&mut self) {
+        if self.started {
+            return;
+        }
+        self.started = true;
+        let wf = self.workflow.workflow();
+        let names: Vec<&str> = wf.steps.iter().map(|s| s.name.as_str()).collect();
+        self.ctx.emit(
+            EventType::Start,
+            json!({
+                "workflow": wf.name,
+                "workflowId": wf.id,
+                "steps": names,
+                "executionId": self.ctx.execution_id,
+            }),
+        );
+        for &id in self.workflow.start_steps() {
+            self.steps[id.index()].activated = true;
+            self.ready.insert(id);
+        }
+        self.after_input();
+    }
+
+    fn after_input(&mut self) {
+        self.dispatch_ready();
+        self.maybe_finish();
+    }
+
+    fn stopping(&self) -> bool {
+        self.failure.is_some() || self.cancelled
+    }
+
+    fn dispatch_ready(&mut self) {
+        while !self.stopping() {
+            let Some(id) = self.ready.pop_first() else {
+                break;
+            };
+            self.dispatch_step(id);
+        }
+    }
+
+    fn fail_run(&mut self, code: &str, message: String) {
+        if self.failure.is_none() {
+            self.failure = Some(RunError {
+                code: code.into(),
+                message,
+            });
+        }
+    }
+
+    fn cancel(&mut self) {
+        if self.cancelled {
+            return;
+        }
+        self.cancelled = true;
+        self.fail_run(codes::CANCELLED, "Workflow execution cancelled".into());
+        let keys: Vec<TaskKey> = self.slots.keys().copied().collect();
+        for key in keys {
+            self.cancel_task(key, "Workflow execution cancelled");
+        }
+        for id in 0..self.steps.len() {
+            self.abandon_routing(StepId(id as u32));
+        }
+    }
+
+    fn maybe_finish(&mut self) {
+        if self.finished.is_some() || !self.ctx.ops.is_empty() || !self.ctx.calls.is_empty() {
+            return;
+        }
+        if !self.slots.is_empty() {
+            return;
+        }
+        // With no subtask slot and no host call pending, no step can still be running or
+        // routing: both states always wait on one of those.
+        debug_assert!(
+            !self
+                .steps
+                .iter()
+                .any(|s| matches!(s.phase, Phase::Running | Phase::Routing))
+        );
+        if !self.stopping() && !self.ready.is_empty() {
+            return;
+        }
+        if !self.stopping() {
+            let stuck: Vec<String> = self
+                .workflow
+                .step_ids()
+                .filter(|id| self.steps[id.index()].phase == Phase::Pending)
+                .map(|id| {
+                    let missing: Vec<&str> = self
+                        .workflow
+                        .predecessors(id)
+                        .iter()
+                        .filter(|p| !self.is_settled(**p))
+                        .map(|p| self.workflow.step(*p).name.as_str())
+                        .collect();
+                    format!(
+                        "{} <- [{}]",
+                        self.workflow.step(id).name,
+                        missing.join(", ")
+                    )
+                })
+                .collect();
+            if !stuck.is_empty() {
+                let message = format!(
+                    "Workflow dependency deadlock; unresolved active predecessors: {}",
+                    stuck.join("; ")
+                );
+                self.ctx.emit(
+                    EventType::Error,
+                    json!({ "error": message, "errorCode": codes::DEADLOCK }),
+                );
+                self.fail_run(codes::DEADLOCK, message);
+            }
+        }
+        self.finish();
+    }
+
+    fn is_settled(&self, id: StepId) -> bool {
+        matches!(
+            self.steps[id.index()].phase,
+            Phase::Succeeded | Phase::Skipped
+        ) && self.steps[id.index()].routing.is_none()
+    }
+
+    fn finish(&mut self) {
+        let success = self.failure.is_none();
+        let mut step_outputs = BTreeMap::new();
+        let mut reports = Vec::new();
+        for id in self.workflow.step_ids() {
+            let step = self.workflow.step(id);
+            let state = &self.steps[id.index()];
+            let status = match state.phase {
+                Phase::Pending => StepStatus::NotRun,
+                Phase::Skipped => StepStatus::Skipped,
+                Phase::Succeeded | Phase::Routing => StepStatus::Succeeded,
+                Phase::Failed => StepStatus::Failed,
+                Phase::Cancelled | Phase::Running => StepStatus::Cancelled,
+            };
+            reports.push(StepReport {
+                name: step.name.clone(),
+                status,
+            });
+            if matches!(
+                state.phase,
+                Phase::Succeeded | Phase::Failed | Phase::Routing
+            ) {
+                step_outputs.insert(step.name.clone(), self.outputs_of(id));
+            }
+        }
+        let result = ExecutionResult {
+            execution_id: self.ctx.execution_id.clone(),
+            success,
+            error: self.failure.clone(),
+            history: self.history.clone(),
+            step_outputs,
+            steps: reports,
+        };
+        self.ctx.emit(
+            EventType::WorkflowComplete,
+            json!({ "success": success, "executionId": self.ctx.execution_id }),
+        );
+        let history = serde_json::to_value(&result.history).unwrap_or(Value::Null);
+        let outputs = serde_json::to_value(&result.step_outputs).unwrap_or(Value::Null);
+        match &result.error {
+            None => self.ctx.emit(
+                EventType::Complete,
+                json!({
+                    "history": history,
+                    "step_outputs": outputs,
+                    "executionId": self.ctx.execution_id,
+                }),
+            ),
+            Some(error) => self.ctx.emit(
+                EventType::Error,
+                json!({
+                    "error": error.message,
+                    "errorCode": error.code,
+                    "history": history,
+                    "step_outputs": outputs,
+                    "executionId": self.ctx.execution_id,
+                }),
+            ),
+        }
+        self.ctx.push(Output::Finished(Box::new(result.clone())));
+        self.finished = Some(result);
+    }
+
+    /// step_outputs for one step: task key → outputs; cancelled subtasks are left out.
+    fn outputs_of(&self, id: StepId) -> BTreeMap<String, Vec<Value>> {
+        let step = self.workflow.step(id);
+        let mut seen: BTreeMap<&str, usize> = BTreeMap::new();
+        for sub in &step.subtasks {
+            *seen.entry(sub.description.as_str()).or_default() += 1;
+        }
+        let mut out = BTreeMap::new();
+        for (i, result) in self.steps[id.index()].results.iter().enumerate() {
+            let Some(result) = result else { continue };
+            if result.status == TaskStatus::Cancelled {
+                continue;
+            }
+            let sub = &step.subtasks[i];
+            let key = if seen.get(sub.description.as_str()).copied().unwrap_or(0) > 1 {
+                format!("{} [{}#{}]", sub.description, sub.agent, i)
+            } else {
+                sub.description.clone()
+            };
+            out.insert(key, result.outputs.clone());
+        }
+        out
+    }
+
+    // ----- steps -----
+
+    fn window_for(&self, id: StepId) -> WorkflowInput {
+        let selected: Vec<StepId> = match self.workflow.context_sources(id) {
+            ContextSources::DirectPredecessors => self.workflow.predecessors(id).to_vec(),
+            ContextSources::Nothing => Vec::new(),
+            ContextSources::AllAncestors => self.workflow.ancestors(id),
+            ContextSources::Named(names) => names.clone(),
+        };
+        let upstream_results = selected
+            .into_iter()
+            .filter(|s| {
+                matches!(
+                    self.steps[s.index()].phase,
+                    Phase::Succeeded | Phase::Routing
+                )
+            })
+            .map(|s| UpstreamStepResult {
+                step_name: self.workflow.step(s).name.clone(),
+                task_results: self.steps[s.index()]
+                    .results
+                    .iter()
+                    .flatten()
+                    .cloned()
+                    .collect(),
+            })
+            .collect();
+        WorkflowInput {
+            runtime_intent: self.start.runtime_intent.clone(),
+            upstream_results,
+        }
+    }
+
+    fn dispatch_step(&mut self, id: StepId) {
+        let window = self.window_for(id);
+        let workflow = Arc::clone(&self.workflow);
+        let step = workflow.step(id);
+        {
+            let state = &mut self.steps[id.index()];
+            state.phase = Phase::Running;
+            state.window = window;
+            state.results = vec![None; step.subtasks.len()];
+            state.running = step.subtasks.len();
+        }
+        self.ctx.emit(
+            EventType::StepStart,
+            json!({ "step": step.name, "step_type": step.step_type.as_str(), "executionId": self.ctx.execution_id }),
+        );
+        for (i, sub) in step.subtasks.iter().enumerate() {
+            let key = TaskKey {
+                step: id,
+                subtask: i as u32,
+            };
+            let task_id =
+                name_based_uuid(&format!("{}:{}:{}", self.ctx.execution_id, step.name, i));
+            let request = TaskRequest {
+                execution_id: self.ctx.execution_id.clone(),
+                task_id: task_id.clone(),
+                step_name: step.name.clone(),
+                subtask_index: i as u32,
+                agent_name: sub.agent.clone(),
+                skill: sub.skill.clone(),
+                instruction: sub.description.clone(),
+                input: sub.effective_input(),
+                language: self.start.language.clone(),
+                workflow_input: self.steps[id.index()].window.clone(),
+            };
+            self.ctx.emit(
+                EventType::TaskRequest,
+                json!({
+                    "step": step.name,
+                    "subtask_index": i,
+                    "agent": sub.agent,
+                    "task": sub.description,
+                    "task_id": task_id,
+                    "executionId": self.ctx.execution_id,
+                }),
+            );
+            self.ctx.emit(
+                EventType::TaskStatusChanged,
+                json!({ "step": step.name, "subtask_index": i, "agent": sub.agent, "status": "running" }),
+            );
+            if step.step_type == StepType::SelfLoop {
+                let call = self.ctx.new_call(CallOwner::SelfTask(key));
+                let deadline = self.ctx.now.saturating_add(self.config.callback_budget);
+                self.ctx.set_timer(TimerKey::TaskDeadline(key), deadline);
+                self.ctx.push(Output::CallHost {
+                    call,
+                    request: HostRequest::SelfTask(request),
+                });
+                self.slots.insert(key, Slot::Local(call));
+            } else {
+                let mut env = Env {
+                    ctx: &mut self.ctx,
+                    agents: &self.agents,
+                    config: &self.config,
+                };
+                let invocation = Invocation::start(key, request, &mut env);
+                self.slots.insert(key, Slot::Remote(Box::new(invocation)));
+            }
+        }
+        if step.subtasks.is_empty() {
+            self.complete_step(id);
+        }
+    }
+
+    fn local_result(
+        &self,
+        key: TaskKey,
+        outcome: Result<Vec<Value>, (String, String)>,
+        status: TaskStatus,
+    ) -> TaskExecutionResult {
+        let step = self.workflow.step(key.step);
+        let sub = &step.subtasks[key.subtask as usize];
+        let (outputs, error, error_code) = match outcome {
+            Ok(outputs) => (outputs, None, None),
+            Err((code, message)) => (Vec::new(), Some(message), Some(code)),
+        };
+        TaskExecutionResult {
+            step_name: step.name.clone(),
+            subtask_index: key.subtask,
+            agent_name: sub.agent.clone(),
+            skill: sub.skill.clone(),
+            task_id: name_based_uuid(&format!(
+                "{}:{}:{}",
+                self.ctx.execution_id, step.name, key.subtask
+            )),
+            task_description: sub.description.clone(),
+            status,
+            outputs,
+            received_messages: Vec::new(),
+            error,
+            error_code,
+            error_details: None,
+            remote_task_id: None,
+            context_id: None,
+        }
+    }
+
+    fn cancel_task(&mut self, key: TaskKey, reason: &str) {
+        let result = match self.slots.get_mut(&key) {
+            Some(Slot::Remote(inv)) => {
+                let mut env = Env {
+                    ctx: &mut self.ctx,
+                    agents: &self.agents,
+                    config: &self.config,
+                };
+                inv.cancel(reason, &mut env)
+            }
+            Some(Slot::Local(call)) => {
+                let call = *call;
+                self.ctx.abandon_call(call);
+                self.ctx.clear_timer(TimerKey::TaskDeadline(key));
+                Some(self.local_result(
+                    key,
+                    Err((codes::CANCELLED.into(), reason.into())),
+                    TaskStatus::Cancelled,
+                ))
+            }
+            None => None,
+        };
+        if let Some(result) = result {
+            self.task_finished(key, result);
+        }
+    }
+
+    fn task_finished(&mut self, key: TaskKey, result: TaskExecutionResult) {
+        self.slots.remove(&key);
+        let step_id = key.step;
+        let step_type = self.workflow.step(step_id).step_type;
+        let name = self.workflow.step(step_id).name.clone();
+        self.ctx.emit(
+            EventType::TaskStatusChanged,
+            json!({
+                "step": name,
+                "subtask_index": key.subtask,
+                "agent": result.agent_name,
+                "status": result.status.as_str(),
+            }),
+        );
+        self.ctx.emit(
+            EventType::TaskResponse,
+            json!({
+                "step": name,
+                "subtask_index": key.subtask,
+                "agent": result.agent_name,
+                "task": result.task_description,
+                "outputs": result.outputs,
+                "success": result.status == TaskStatus::Success,
+                "status": result.status.as_str(),
+                "taskId": result.task_id,
+                "remoteTaskId": result.remote_task_id,
+                "error": result.error,
+                "errorCode": result.error_code,
+                "errorDetails": result.error_details,
+                "executionId": self.ctx.execution_id,
+            }),
+        );
+        let won = result.status == TaskStatus::Success;
+        self.history.push(result.clone());
+        let state = &mut self.steps[step_id.index()];
+        state.results[key.subtask as usize] = Some(result);
+        state.running -= 1;
+        if step_type == StepType::AnySuccess && won && !state.winner_found {
+            state.winner_found = true;
+            let peers: Vec<TaskKey> = self
+                .slots
+                .keys()
+                .filter(|k| k.step == step_id)
+                .copied()
+                .collect();
+            for peer in peers {
+                self.cancel_task(peer, "another subtask of this ANY_SUCCESS step succeeded");
+            }
+        }
+        if self.steps[step_id.index()].running == 0
+            && self.steps[step_id.index()].phase == Phase::Running
+        {
+            self.complete_step(step_id);
+        }
+    }
+
+    fn complete_step(&mut self, id: StepId) {
+        let step = self.workflow.step(id);
+        let state = &self.steps[id.index()];
+        let results: Vec<&TaskExecutionResult> = state.results.iter().flatten().collect();
+        let succeeded = match step.step_type {
+            StepType::AnySuccess => {
+                results.is_empty() || results.iter().any(|r| r.status == TaskStatus::Success)
+            }
+            StepType::AllSuccess | StepType::SelfLoop => {
+                results.iter().all(|r| r.status == TaskStatus::Success)
+            }
+        };
+        let results_json = serde_json::to_value(&results).unwrap_or(Value::Null);
+        let failed_detail = results
+            .iter()
+            .find(|r| r.status != TaskStatus::Success)
+            .map(|r| {
+                format!(
+                    ": subtask {} ({}) failed with {}: {}",
+                    r.subtask_index,
+                    r.agent_name,
+                    r.error_code.as_deref().unwrap_or("?"),
+                    r.error.as_deref().unwrap_or("")
+                )
+            })
+            .unwrap_or_default();
+        let name = step.name.clone();
+        if self.cancelled && !succeeded {
+            self.steps[id.index()].phase = Phase::Cancelled;
+            return;
+        }
+        if succeeded {
+            self.steps[id.index()].phase = Phase::Succeeded;
+            self.ctx.emit(
+                EventType::StepComplete,
+                json!({ "step": name, "success": true, "results": results_json, "executionId": self.ctx.execution_id }),
+            );
+            if !self.stopping() {
+                self.begin_routing(id);
+            }
+        } else {
+            self.steps[id.index()].phase = Phase::Failed;
+            self.ctx.emit(
+                EventType::Error,
+                json!({
+                    "step": name,
+                    "results": results_json,
+                    "error": "Step execution failed",
+                    "errorCode": codes::STEP_FAILED,
+                    "executionId": self.ctx.execution_id,
+                }),
+            );
+            self.fail_run(
+                codes::STEP_FAILED,
+                format!("Step execution failed: step {name}{failed_detail}"),
+            );
+        }
+    }
+
+    // ----- routing -----
+
+    fn begin_routing(&mut self, id: StepId) {
+        let workflow = Arc::clone(&self.workflow);
+        let edges = workflow.edges(id);
+        let step = workflow.step(id);
+        let mut decisions = Vec::with_capacity(edges.len());
+        let mut calls = Vec::new();
+        let current_results: Vec<TaskExecutionResult> = self.steps[id.index()]
+            .results
+            .iter()
+            .flatten()
+            .cloned()
+            .collect();
+        for (i, edge) in edges.iter().enumerate() {
+            if !edge.is_conditional() {
+                decisions.push(Some(RouteDecision::allow(None)));
+                continue;
+            }
+            decisions.push(None);
+            let call = self.ctx.new_call(CallOwner::Route(id, i as u32));
+            let deadline = self.ctx.now.saturating_add(self.config.callback_budget);
+            self.ctx.set_timer(TimerKey::Route(id, i as u32), deadline);
+            self.ctx.push(Output::CallHost {
+                call,
+                request: HostRequest::Route(RouteRequest {
+                    execution_id: self.ctx.execution_id.clone(),
+                    step_name: step.name.clone(),
+                    next_step: edge.target_name(&workflow).to_owned(),
+                    condition: edge.condition.clone().unwrap_or_default(),
+                    workflow_input: self.steps[id.index()].window.clone(),
+                    current_results: current_results.clone(),
+                }),
+            });
+            calls.push((i as u32, call));
+        }
+        self.steps[id.index()].phase = Phase::Routing;
+        self.steps[id.index()].routing = Some(RoutingState { decisions, calls });
+        self.try_finish_routing(id);
+    }
+
+    fn on_route_answer(&mut self, id: StepId, edge: u32, answer: Result<RouteDecision, String>) {
+        let Some(routing) = self.steps[id.index()].routing.as_mut() else {
+            return;
+        };
+        routing.calls.retain(|(e, _)| *e != edge);
+        self.ctx.clear_timer(TimerKey::Route(id, edge));
+        match answer {
+            Ok(decision) => {
+                routing.decisions[edge as usize] = Some(decision);
+                self.try_finish_routing(id);
+            }
+            Err(cause) => {
+                let step = self.workflow.step(id);
+                let target = self.workflow.edges(id)[edge as usize].target_name(&self.workflow);
+                let message = format!(
+                    "onRoute failed for edge {} -> {}: {}",
+                    step.name, target, cause
+                );
+                self.ctx.emit(
+                    EventType::Error,
+                    json!({
+                        "step": step.name,
+                        "next": target,
+                        "error": message,
+                        "errorCode": codes::ROUTE_FAILED,
+                        "executionId": self.ctx.execution_id,
+                    }),
+                );
+                self.fail_run(codes::ROUTE_FAILED, message);
+                self.abandon_routing(id);
+                self.steps[id.index()].phase = Phase::Succeeded;
+            }
+        }
+    }
+
+    fn abandon_routing(&mut self, id: StepId) {
+        if let Some(routing) = self.steps[id.index()].routing.take() {
+            for (edge, call) in routing.calls {
+                self.ctx.abandon_call(call);
+                self.ctx.clear_timer(TimerKey::Route(id, edge));
+            }
+            self.steps[id.index()].phase = Phase::Succeeded;
+        }
+    }
+
+    fn try_finish_routing(&mut self, id: StepId) {
+        let complete = self.steps[id.index()]
+            .routing
+            .as_ref()
+            .is_some_and(|r| r.decisions.iter().all(Option::is_some));
+        if !complete {
+            return;
+        }
+        let routing = self.steps[id.index()]
+            .routing
+            .take()
+            .expect("checked above");
+        self.steps[id.index()].phase = Phase::Succeeded;
+        let workflow = Arc::clone(&self.workflow);
+        let step = workflow.step(id);
+        let mut activated = Vec::new();
+        for (edge, decision) in workflow.edges(id).iter().zip(routing.decisions) {
+            let decision = decision.expect("all decisions present");
+            self.ctx.emit(
+                EventType::RouteDecision,
+                json!({
+                    "step": step.name,
+                    "next": edge.target_name(&workflow),
+                    "condition": edge.condition,
+                    "conditional": edge.is_conditional(),
+                    "allowed": decision.allowed,
+                    "reason": decision.reason,
+                    "executionId": self.ctx.execution_id,
+                }),
+            );
+            if let (true, EdgeTarget::Step(target)) = (decision.allowed, &edge.target) {
+                activated.push(*target);
+            }
+        }
+        self.settle(id, &activated);
+    }
+
+    /// `id` settled: decrement its successors' counters; activate, make ready or mark dead.
+    fn settle(&mut self, id: StepId, activated: &[StepId]) {
+        let mut work = vec![(id, activated.to_vec())];
+        while let Some((source, targets)) = work.pop() {
+            for &succ in self.workflow.successors(source) {
+                let state = &mut self.steps[succ.index()];
+                state.unsettled_predecessors -= 1;
+                if targets.contains(&succ) {
+                    state.activated = true;
+                }
+                if state.unsettled_predecessors == 0 && state.phase == Phase::Pending {
+                    if state.activated {
+                        self.ready.insert(succ);
+                    } else {
+                        state.phase = Phase::Skipped;
+                        work.push((succ, Vec::new()));
+                    }
+                }
+            }
+        }
+    }
+
+    // ----- inputs -----
+
+    fn on_host_reply(&mut self, call: CallId, reply: HostReply) -> Result<(), ApiMisuse> {
+        let Some(owner) = self.ctx.calls.get(&call).copied() else {
+            return Ok(());
+        };
+        let expected = match owner {
+            CallOwner::Invocation(_) => None,
+            CallOwner::SelfTask(_) => Some("on_self_task"),
+            CallOwner::Route(..) => Some("on_route"),
+        };
+        let got = reply.callback_name();
+        let invocation_kinds = ["on_task", "on_negotiation"];
+        let fits = match expected {
+            Some(e) => e == got,
+            None => invocation_kinds.contains(&got),
+        };
+        if !fits {
+            return Err(ApiMisuse::ReplyKindMismatch {
+                call,
+                expected: expected.unwrap_or("on_task or on_negotiation"),
+                got,
+            });
+        }
+        self.ctx.calls.remove(&call);
+        match (owner, reply) {
+            (CallOwner::Invocation(key), reply) => {
+                if let Some(Slot::Remote(inv)) = self.slots.get_mut(&key) {
+                    let mut env = Env {
+                        ctx: &mut self.ctx,
+                        agents: &self.agents,
+                        config: &self.config,
+                    };
+                    if let Some(result) = inv.on_host_reply(call, reply, &mut env) {
+                        self.task_finished(key, result);
+                    }
+                }
+            }
+            (CallOwner::SelfTask(key), HostReply::SelfTask(answer)) => {
+                self.ctx.clear_timer(TimerKey::TaskDeadline(key));
+                let result = match answer {
+                    Ok(TaskResult::Success { outputs }) => {
+                        self.local_result(key, Ok(outputs), TaskStatus::Success)
+                    }
+                    Ok(TaskResult::Failure { code, message }) => {
+                        self.local_result(key, Err((code, message)), TaskStatus::Failed)
+                    }
+                    Err(e) => {
+                        let code = if e.code.trim().is_empty() {
+                            codes::EXECUTION_FAILED.to_owned()
+                        } else {
+                            e.code
+                        };
+                        self.local_result(key, Err((code, e.message)), TaskStatus::Failed)
+                    }
+                };
+                self.task_finished(key, result);
+            }
+            (CallOwner::Route(id, edge), HostReply::Route(answer)) => {
+                self.on_route_answer(
+                    id,
+                    edge,
+                    answer.map_err(|e| format!("{}: {}", e.code, e.message)),
+                );
+            }
+            _ => {}
+        }
+        Ok(())
+    }
+
+    fn on_items(&mut self, op: OpId, items: Vec<ResponseItem>) {
+        let Some(entry) = self.ctx.ops.get(&op) else {
+            return;
+        };
+        let owner = entry.owner;
+        if entry.purpose == OpPurpose::Cancel {
+            // Cleanup exchanges only need to end; their answer changes nothing.
+            if items.iter().any(|i| !matches!(i, ResponseItem::Event(_))) {
+                self.ctx.ops.remove(&op);
+                self.ctx.clear_timer(TimerKey::Cleanup(op));
+            }
+            return;
+        }
+        match self.slots.get_mut(&owner) {
+            Some(Slot::Remote(inv)) => {
+                let mut env = Env {
+                    ctx: &mut self.ctx,
+                    agents: &self.agents,
+                    config: &self.config,
+                };
+                if let Some(result) = inv.on_items(op, items, &mut env) {
+                    self.task_finished(owner, result);
+                }
+            }
+            _ => self.ctx.abort_op(op),
+        }
+    }
+
+    fn on_timer(&mut self, key: TimerKey) {
+        match key {
+            TimerKey::TaskDeadline(task) => match self.slots.get_mut(&task) {
+                Some(Slot::Remote(inv)) => {
+                    let mut env = Env {
+                        ctx: &mut self.ctx,
+                        agents: &self.agents,
+                        config: &self.config,
+                    };
+                    if let Some(result) = inv.on_deadline(&mut env) {
+                        self.task_finished(task, result);
+                    }
+                }
+                Some(Slot::Local(call)) => {
+                    let call = *call;
+                    self.ctx.abandon_call(call);
+                    let budget = self.config.callback_budget.as_secs_f64();
+                    let result = self.local_result(
+                        task,
+                        Err((
+                            codes::TIMEOUT.into(),
+                            format!("on_self_task did not answer within {budget}s"),
+                        )),
+                        TaskStatus::Failed,
+                    );
+                    self.task_finished(task, result);
+                }
+                None => {}
+            },
+            TimerKey::Poll(task) => {
+                if let Some(Slot::Remote(inv)) = self.slots.get_mut(&task) {
+                    let mut env = Env {
+                        ctx: &mut self.ctx,
+                        agents: &self.agents,
+                        config: &self.config,
+                    };
+                    if let Some(result) = inv.on_poll_timer(&mut env) {
+                        self.task_finished(task, result);
+                    }
+                }
+            }
+            TimerKey::Route(id, edge) => {
+                let call = self.steps[id.index()]
+                    .routing
+                    .as_ref()
+                    .and_then(|r| r.calls.iter().find(|(e, _)| *e == edge).map(|(_, c)| *c));
+                if let Some(call) = call {
+                    self.ctx.abandon_call(call);
+                    let budget = self.config.callback_budget.as_secs_f64();
+                    self.on_route_answer(id, edge, Err(format!("no decision within {budget}s")));
+                }
+            }
+            TimerKey::Cleanup(op) => self.ctx.abort_op(op),
+        }
+    }
+}
