@@ -201,3 +201,70 @@ fn recorded_agent_card_parses_and_selects_an_endpoint() {
     assert_eq!(rest.url, "http://127.0.0.1:18090");
     assert_eq!(card.to_json(), v, "card re-encodes to the served JSON");
 }
+
+#[test]
+fn engine_tcp_captures_decode_piece_by_piece() {
+    use a2at_core::a2a::{Binding, CallKind, DecodeLimits, ResponseDecoder};
+    let mut seen = (0, 0);
+    for name in [
+        "engine_a2at_1.0.1_wire_jsonrpc_then_rest.txt",
+        "engine_a2at_1.0.1_wire_streaming_peer.txt",
+    ] {
+        for x in common::load_tcp(name) {
+            let line = x.request_line();
+            if line.starts_with("GET /.well-known/agent-card.json") {
+                let v: Value = serde_json::from_slice(&x.body_pieces.concat()).unwrap();
+                let card = AgentCard::from_json_value(&v).unwrap();
+                assert_eq!(card.name, "spike-peer");
+                seen.0 += 1;
+                continue;
+            }
+            let req = x.request_json().expect("request body");
+            let (binding, kind, id) = if line.starts_with("POST / ") {
+                let kind = match req["method"].as_str().unwrap() {
+                    "SendStreamingMessage" => CallKind::SendStreamingMessage,
+                    "SendMessage" => CallKind::SendMessage,
+                    other => panic!("unexpected method {other}"),
+                };
+                (
+                    Binding::JsonRpc,
+                    kind,
+                    req["id"].as_str().unwrap().to_owned(),
+                )
+            } else {
+                assert!(line.starts_with("POST /message:send"), "{line}");
+                (Binding::HttpJson, CallKind::SendMessage, String::new())
+            };
+            let mut d = ResponseDecoder::new(binding, kind, &id, DecodeLimits::default());
+            let mut out = Vec::new();
+            d.on_head(x.status, &x.headers);
+            let mut incremental = Vec::new();
+            for piece in &x.body_pieces {
+                d.on_body(piece, &mut out);
+                incremental.push(out.len());
+            }
+            d.on_end(&mut out);
+            let got = describe(&out);
+            assert!(
+                got.iter()
+                    .all(|g| !g.starts_with("rejected") && !g.starts_with("malformed")),
+                "{name}: {got:?}"
+            );
+            assert!(out.len() >= 2, "{name}: {got:?}");
+            if kind.is_streaming() {
+                // Each HTTP chunk carries one complete event: it is delivered right away.
+                assert_eq!(
+                    incremental,
+                    (1..=x.body_pieces.len()).collect::<Vec<_>>(),
+                    "{name}"
+                );
+            }
+            seen.1 += 1;
+        }
+    }
+    assert_eq!(
+        seen,
+        (3, 6),
+        "cards and A2A exchanges found in the captures"
+    );
+}

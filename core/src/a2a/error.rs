@@ -22,6 +22,9 @@ pub mod codes {
     pub const EVENT_TOO_LARGE: &str = "a2a.event_too_large";
     /// A unary body exceeded [`DecodeLimits::max_body_bytes`](crate::a2a::DecodeLimits).
     pub const BODY_TOO_LARGE: &str = "a2a.body_too_large";
+    /// A stream that ended without any event (a2a-wire §4.2 item 3, P8): for callers that see
+    /// `End { events: 0 }` with nothing rejected.
+    pub const EMPTY_STREAM: &str = "a2a.empty_stream";
     /// Internal error reasons (`INTERNAL`, `INTERNAL_ERROR`) normalise to this.
     pub const INTERNAL_ERROR: &str = "a2a.internal_error";
 }

@@ -41,6 +41,8 @@ pub enum SseError {
 pub struct SseDecoder {
     max_event_bytes: usize,
     line: Vec<u8>,
+    /// Whether the current line has any byte (also while discarding, when `line` stays empty).
+    line_seen: bool,
     after_cr: bool,
     at_start: bool,
     data: String,
@@ -58,6 +60,7 @@ impl SseDecoder {
         SseDecoder {
             max_event_bytes,
             line: Vec::new(),
+            line_seen: false,
             after_cr: false,
             at_start: true,
             data: String::new(),
@@ -147,6 +150,7 @@ impl SseDecoder {
         if bytes.is_empty() {
             return;
         }
+        self.line_seen = true;
         self.account(bytes.len(), overflow);
         if !self.discarding {
             self.line.extend_from_slice(bytes);
@@ -162,7 +166,9 @@ impl SseDecoder {
 
     fn end_line(&mut self, out: &mut Vec<SseEvent>) {
         let line = core::mem::take(&mut self.line);
-        if line.is_empty() {
+        let blank = !self.line_seen;
+        self.line_seen = false;
+        if blank {
             // Blank line: dispatch (or finish discarding an oversized event).
             if self.discarding {
                 self.discarding = false;
@@ -221,7 +227,7 @@ impl SseDecoder {
             self.line.clear();
             self.at_start = false;
         }
-        if !self.line.is_empty() {
+        if self.line_seen {
             self.end_line(out);
         }
         self.after_cr = false;

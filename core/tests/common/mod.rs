@@ -206,3 +206,105 @@ pub fn describe(items: &[ResponseItem]) -> Vec<String> {
         })
         .collect()
 }
+
+/// One HTTP exchange of an `engine_*` TCP capture: the request bytes, and the response split
+/// into head and the body pieces as they arrived (HTTP chunks de-framed, one piece each).
+pub struct TcpExchange {
+    pub request: Vec<u8>,
+    pub status: u16,
+    pub headers: Vec<(String, String)>,
+    pub body_pieces: Vec<Vec<u8>>,
+}
+
+impl TcpExchange {
+    pub fn request_line(&self) -> String {
+        let end = find(&self.request, b"\r\n").unwrap_or(self.request.len());
+        String::from_utf8_lossy(&self.request[..end]).into_owned()
+    }
+
+    pub fn request_json(&self) -> Option<serde_json::Value> {
+        let i = find(&self.request, b"\r\n\r\n")?;
+        serde_json::from_slice(&self.request[i + 4..]).ok()
+    }
+}
+
+/// Parses an `engine_*` capture (`===== conn N dir LEN bytes @ T =====` segments).
+pub fn load_tcp(name: &str) -> Vec<TcpExchange> {
+    let raw = std::fs::read(fixtures_dir().join(name)).expect("fixture readable");
+    let mut segs: Vec<(bool, Vec<u8>)> = Vec::new();
+    let mut rest = &raw[..];
+    while let Some(i) = find(rest, b"===== conn ") {
+        let line_end = i + find(&rest[i..], b"\n").unwrap();
+        let header = String::from_utf8_lossy(&rest[i..line_end]).into_owned();
+        let words: Vec<&str> = header.split(' ').collect();
+        let to_client = words[3] == "server->client";
+        let len: usize = words[4].parse().unwrap();
+        let start = line_end + 1;
+        segs.push((to_client, rest[start..start + len].to_vec()));
+        rest = &rest[start + len..];
+    }
+    let mut out: Vec<TcpExchange> = Vec::new();
+    let mut request = Vec::new();
+    let mut response: Option<Vec<Vec<u8>>> = None;
+    let flush =
+        |request: &mut Vec<u8>, response: &mut Option<Vec<Vec<u8>>>, out: &mut Vec<TcpExchange>| {
+            if let Some(segs) = response.take() {
+                out.push(to_exchange(core::mem::take(request), segs));
+            }
+        };
+    for (to_client, bytes) in segs {
+        if to_client {
+            response.get_or_insert_with(Vec::new).push(bytes);
+        } else {
+            flush(&mut request, &mut response, &mut out);
+            request.extend_from_slice(&bytes);
+        }
+    }
+    flush(&mut request, &mut response, &mut out);
+    out
+}
+
+fn to_exchange(request: Vec<u8>, segs: Vec<Vec<u8>>) -> TcpExchange {
+    let all: Vec<u8> = segs.concat();
+    let head_end = find(&all, b"\r\n\r\n").unwrap();
+    let head = String::from_utf8_lossy(&all[..head_end]).into_owned();
+    let mut lines = head.split("\r\n");
+    let status: u16 = lines
+        .next()
+        .unwrap()
+        .split(' ')
+        .nth(1)
+        .unwrap()
+        .parse()
+        .unwrap();
+    let headers: Vec<(String, String)> = lines
+        .filter_map(|l| l.split_once(':'))
+        .map(|(k, v)| (k.trim().to_owned(), v.trim().to_owned()))
+        .collect();
+    let body = &all[head_end + 4..];
+    let chunked = headers
+        .iter()
+        .any(|(k, v)| k.eq_ignore_ascii_case("transfer-encoding") && v.contains("chunked"));
+    let body_pieces = if chunked {
+        let mut pieces = Vec::new();
+        let mut b = body;
+        while let Some(i) = find(b, b"\r\n") {
+            let size =
+                usize::from_str_radix(std::str::from_utf8(&b[..i]).unwrap().trim(), 16).unwrap();
+            if size == 0 {
+                break;
+            }
+            pieces.push(b[i + 2..i + 2 + size].to_vec());
+            b = &b[i + 2 + size + 2..];
+        }
+        pieces
+    } else {
+        vec![body.to_vec()]
+    };
+    TcpExchange {
+        request,
+        status,
+        headers,
+        body_pieces,
+    }
+}
