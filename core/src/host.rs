@@ -15,6 +15,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
 use crate::a2a::{Part, ReceivedMessage};
+use crate::a2at::{self, NegotiationContext, NegotiationContextError, Performative};
 use crate::workflow::BusinessInput;
 
 /// Final content of one message, produced by the host and sent unchanged by the engine.
@@ -311,6 +312,70 @@ pub struct NegotiationRequest {
     pub previous_exchanges: Vec<Exchange>,
     /// Time left in the task's budget.
     pub remaining_wait: Duration,
+}
+
+impl NegotiationRequest {
+    /// The received negotiation context, read across the message, task and artifact metadata
+    /// layers (NG-8). The engine only delivers requests whose context is a valid Propose.
+    pub fn context(&self) -> Result<NegotiationContext, NegotiationContextError> {
+        a2at::context_of(&self.received)?.ok_or(NegotiationContextError::Absent)
+    }
+
+    /// Builds a reply with the same negotiation `id`, `round` and `maxRounds`, the given
+    /// terminal performative, `text` as both the text part and the Negotiation-T content, and
+    /// the matching template (`Negotiation-T/<type>/accept-reject/v1`, or
+    /// `Negotiation-T/common/abort/v1` for an Abort).
+    ///
+    /// A real host renders the text with its A2A-T client; this helper only assembles the
+    /// envelope-independent content so hosts and tests need not repeat the metadata rules.
+    pub fn reply(
+        &self,
+        performative: Performative,
+        text: &str,
+    ) -> Result<MessageContent, NegotiationContextError> {
+        let context = self.context()?.with_performative(performative);
+        let template = match performative {
+            Performative::Abort => "Negotiation-T/common/abort/v1".to_owned(),
+            _ => {
+                let kind = received_template(&self.received)
+                    .and_then(|t| {
+                        let mut parts = t.split('/');
+                        (parts.next() == Some("Negotiation-T"))
+                            .then(|| parts.next())
+                            .flatten()
+                            .map(str::to_owned)
+                    })
+                    .filter(|k| k != "common")
+                    .unwrap_or_else(|| "information-negotiation".to_owned());
+                format!("Negotiation-T/{kind}/accept-reject/v1")
+            }
+        };
+        Ok(MessageContent::text(text)
+            .with_extension(a2at::NEGOTIATION_T_URI)
+            .with_metadata(a2at::NEGOTIATION_T_URI, Value::String(text.to_owned()))
+            .with_metadata(a2at::TEMPLATE_URI_KEY, Value::String(template))
+            .with_metadata(a2at::NEGOTIATION_CONTEXT_KEY, context.to_json()))
+    }
+}
+
+fn received_template(received: &ReceivedMessage) -> Option<&str> {
+    let layers = received
+        .message
+        .iter()
+        .filter_map(|m| m.metadata.as_ref())
+        .chain(received.task_metadata.iter())
+        .chain(
+            received
+                .artifacts
+                .iter()
+                .filter_map(|a| a.metadata.as_ref()),
+        );
+    for layer in layers {
+        if let Some(t) = layer.get(a2at::TEMPLATE_URI_KEY).and_then(Value::as_str) {
+            return Some(t);
+        }
+    }
+    None
 }
 
 /// The host's answer to a Propose.

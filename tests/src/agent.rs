@@ -138,6 +138,8 @@ pub enum Plan {
     },
     /// Answer with a bare message (no task).
     BareMessage(&'static str),
+    /// Answer with a bare message carrying a Negotiation-T Propose (pre-task mode).
+    BarePropose(Propose),
     /// Answer after a delay.
     Delayed(Duration, Box<Plan>),
     /// Never answer.
@@ -146,27 +148,94 @@ pub enum Plan {
     Unreachable,
     /// Close the stream / body without any event.
     Empty,
-    /// Negotiate: INPUT_REQUIRED with a Propose for rounds `1..=rounds` (one per host reply),
-    /// then COMPLETED after the last ACCEPT. `max_rounds` is the context's limit.
-    Negotiate {
-        /// Propose rounds before completing.
-        rounds: u32,
-        /// The context's maxRounds.
-        max_rounds: u32,
-        /// Whether to answer replies with WORKING first (an ACK observed by polling).
-        ack_first: bool,
-    },
+    /// Negotiate in-task (see [`Negotiation`]).
+    Negotiate(Negotiation),
+    /// Complete at once, but with a status message that carries a Propose (must be ignored).
+    CompletedWithPropose,
+}
+
+/// One Propose as the agent sends it; fields are raw JSON so malformed contexts can be scripted.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Propose {
+    /// `negotiationContext.round`.
+    pub round: Value,
+    /// `negotiationContext.maxRounds`.
+    pub max_rounds: Value,
+    /// `negotiationContext.performative`.
+    pub performative: &'static str,
+    /// Suffix of the negotiation id (same suffix = same negotiation).
+    pub id: u32,
+    /// Whether the Negotiation-T URI key is in the metadata.
+    pub with_uri_key: bool,
+}
+
+impl Propose {
+    /// A valid Propose of negotiation 1 for `round` of `max_rounds`.
+    pub fn round(round: u32, max_rounds: u32) -> Propose {
+        Propose {
+            round: json!(f64::from(round)),
+            max_rounds: json!(f64::from(max_rounds)),
+            performative: "PROPOSE",
+            id: 1,
+            with_uri_key: true,
+        }
+    }
+
+    fn metadata(&self) -> Value {
+        let mut meta = json!({
+            "templateUri": "Negotiation-T/information-negotiation/propose/v1",
+            "negotiationContext": {
+                "id": format!("3f6c1e2a-9b7d-4c1e-8a2f-{:012}", self.id),
+                "round": self.round,
+                "maxRounds": self.max_rounds,
+                "performative": self.performative
+            }
+        });
+        if self.with_uri_key {
+            meta[NEGOTIATION_T] =
+                json!("## Information negotiation\nPlease provide the site list.");
+        }
+        meta
+    }
+}
+
+/// An in-task negotiation script: the task starts INPUT_REQUIRED with `proposes[0]`; each ACCEPT
+/// reply moves to the next Propose, and after the last one to COMPLETED. REJECT → FAILED,
+/// ABORT → `on_abort`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Negotiation {
+    /// The Proposes in order.
+    pub proposes: Vec<Propose>,
+    /// Answer each reply with WORKING first (an ACK), revealing the next state on `GetTask`.
+    pub ack_first: bool,
+    /// Answer every reply with the same Propose again (a repeated event).
+    pub repeat_same: bool,
+    /// State after an ABORT reply.
+    pub on_abort: &'static str,
+}
+
+impl Negotiation {
+    /// `rounds` valid Proposes of one negotiation with the given maxRounds.
+    pub fn rounds(rounds: u32, max_rounds: u32) -> Negotiation {
+        Negotiation {
+            proposes: (1..=rounds)
+                .map(|r| Propose::round(r, max_rounds))
+                .collect(),
+            ack_first: false,
+            repeat_same: false,
+            on_abort: "TASK_STATE_COMPLETED",
+        }
+    }
 }
 
 #[derive(Debug, Clone)]
 struct TaskRecord {
     context_id: String,
-    plan: Plan,
-    step: usize,
     state: &'static str,
+    message: Option<Value>,
+    later: VecDeque<(&'static str, Option<Value>)>,
     text: String,
-    negotiation_id: String,
-    round: u32,
+    negotiation: Option<(Negotiation, usize)>,
 }
 
 /// A scripted agent with its own task table.
@@ -286,7 +355,7 @@ impl ScriptedAgent {
                 let Some(task) = self.tasks.get_mut(&id) else {
                     return self.error(req, 404, -32001, "TASK_NOT_FOUND", "Task not found");
                 };
-                advance(task);
+                reveal(task);
                 let body = task_json(&id, task);
                 self.respond(req, body, false)
             }
@@ -311,6 +380,7 @@ impl ScriptedAgent {
                     );
                 }
                 task.state = "TASK_STATE_CANCELED";
+                task.later.clear();
                 let body = task_json(&id, task);
                 self.respond(req, body, false)
             }
@@ -393,19 +463,50 @@ impl ScriptedAgent {
                 self.next_task += 1;
                 with_delay(self.respond(req, json!({"message": msg}), true), delay)
             }
-            plan @ (Plan::States(_) | Plan::Negotiate { .. }) => {
+            Plan::BarePropose(propose) => {
+                let msg = json!({
+                    "messageId": format!("{}-m{}", self.name, self.next_task),
+                    "contextId": context_id,
+                    "role": "ROLE_AGENT",
+                    "parts": [{"text": "Please provide the site list before I create a task"}],
+                    "extensions": [NEGOTIATION_T],
+                    "metadata": propose.metadata()
+                });
+                self.next_task += 1;
+                with_delay(self.respond(req, json!({"message": msg}), true), delay)
+            }
+            plan => {
                 self.next_task += 1;
                 let id = format!("{}-t{}", self.name, self.next_task);
                 let mut record = TaskRecord {
                     context_id,
-                    plan,
-                    step: 0,
                     state: "TASK_STATE_SUBMITTED",
+                    message: None,
+                    later: VecDeque::new(),
                     text,
-                    negotiation_id: format!("3f6c1e2a-9b7d-4c1e-8a2f-{:012}", self.next_task),
-                    round: 0,
+                    negotiation: None,
                 };
-                advance(&mut record);
+                match plan {
+                    Plan::States(states) => {
+                        record.later = states.into_iter().map(|s| (s, None)).collect();
+                        reveal(&mut record);
+                    }
+                    Plan::Negotiate(neg) => {
+                        record.state = "TASK_STATE_INPUT_REQUIRED";
+                        record.message =
+                            Some(propose_message(&id, &record.context_id, &neg.proposes[0]));
+                        record.negotiation = Some((neg, 0));
+                    }
+                    Plan::CompletedWithPropose => {
+                        record.state = "TASK_STATE_COMPLETED";
+                        record.message = Some(propose_message(
+                            &id,
+                            &record.context_id,
+                            &Propose::round(1, 3),
+                        ));
+                    }
+                    _ => unreachable!("handled above"),
+                }
                 let body = json!({"task": task_json(&id, &record)});
                 self.tasks.insert(id, record);
                 with_delay(self.respond(req, body, true), delay)
@@ -430,35 +531,42 @@ impl ScriptedAgent {
             .pointer("/metadata/negotiationContext/performative")
             .and_then(Value::as_str)
             .unwrap_or("");
-        if let Plan::Negotiate {
-            rounds, ack_first, ..
-        } = task.plan.clone()
-        {
-            match performative {
-                "ACCEPT" if task.round < rounds => {
-                    task.state = if ack_first {
-                        "TASK_STATE_WORKING"
-                    } else {
-                        "TASK_STATE_INPUT_REQUIRED"
-                    };
-                    if !ack_first {
-                        task.round += 1;
-                    }
-                    task.step = usize::MAX;
+        if let Some((neg, index)) = task.negotiation.clone() {
+            let next: (&'static str, Option<Value>) = match performative {
+                "ACCEPT" if neg.repeat_same => (
+                    "TASK_STATE_INPUT_REQUIRED",
+                    Some(propose_message(
+                        &task_id,
+                        &task.context_id,
+                        &neg.proposes[index],
+                    )),
+                ),
+                "ACCEPT" if index + 1 < neg.proposes.len() => {
+                    task.negotiation = Some((neg.clone(), index + 1));
+                    (
+                        "TASK_STATE_INPUT_REQUIRED",
+                        Some(propose_message(
+                            &task_id,
+                            &task.context_id,
+                            &neg.proposes[index + 1],
+                        )),
+                    )
                 }
-                "ACCEPT" => {
-                    task.state = if ack_first {
-                        "TASK_STATE_WORKING"
-                    } else {
-                        "TASK_STATE_COMPLETED"
-                    };
-                    task.step = usize::MAX - 1;
-                }
-                "ABORT" => {
-                    task.state = "TASK_STATE_COMPLETED";
-                }
-                _ => task.state = "TASK_STATE_REJECTED",
+                "ACCEPT" => ("TASK_STATE_COMPLETED", None),
+                "ABORT" => (neg.on_abort, None),
+                _ => ("TASK_STATE_FAILED", None),
+            };
+            if neg.ack_first {
+                task.state = "TASK_STATE_WORKING";
+                task.message = None;
+                task.later = VecDeque::from([next]);
+            } else {
+                task.state = next.0;
+                task.message = next.1;
             }
+        } else {
+            task.state = "TASK_STATE_COMPLETED";
+            task.message = None;
         }
         let body = json!({"task": task_json(&task_id, task)});
         self.respond(req, body, true)
@@ -571,62 +679,36 @@ fn is_terminal(state: &str) -> bool {
     )
 }
 
-/// Moves a task to its next planned state (one observation).
-fn advance(task: &mut TaskRecord) {
+/// Moves a task to its next planned state (one observation); the last planned state sticks.
+fn reveal(task: &mut TaskRecord) {
     if is_terminal(task.state) {
         return;
     }
-    match &task.plan {
-        Plan::States(states) => {
-            let i = task.step.min(states.len().saturating_sub(1));
-            task.state = states.get(i).copied().unwrap_or("TASK_STATE_COMPLETED");
-            task.step += 1;
+    if let Some((state, message)) = task.later.pop_front() {
+        task.state = state;
+        task.message = message;
+        if task.later.is_empty() {
+            task.later.push_back((state, task.message.clone()));
         }
-        Plan::Negotiate { rounds, .. } => match task.step {
-            0 => {
-                task.round = 1;
-                task.state = "TASK_STATE_INPUT_REQUIRED";
-                task.step = 1;
-            }
-            // An ACK that becomes the next Propose (or completion) on the next observation.
-            usize::MAX if task.state == "TASK_STATE_WORKING" => {
-                task.round += 1;
-                task.state = "TASK_STATE_INPUT_REQUIRED";
-            }
-            s if s == usize::MAX - 1 && task.state == "TASK_STATE_WORKING" => {
-                task.state = "TASK_STATE_COMPLETED";
-            }
-            _ => {
-                let _ = rounds;
-            }
-        },
-        _ => {}
     }
+}
+
+fn propose_message(task_id: &str, context_id: &str, propose: &Propose) -> Value {
+    json!({
+        "messageId": format!("{task_id}-propose-{}", propose.round),
+        "contextId": context_id,
+        "taskId": task_id,
+        "role": "ROLE_AGENT",
+        "parts": [{"text": "Please provide the site list"}],
+        "extensions": [NEGOTIATION_T],
+        "metadata": propose.metadata()
+    })
 }
 
 fn task_json(id: &str, task: &TaskRecord) -> Value {
     let mut status = json!({"state": task.state, "timestamp": "2026-12-02T10:39:06.479244Z"});
-    if task.state == "TASK_STATE_INPUT_REQUIRED" {
-        if let Plan::Negotiate { max_rounds, .. } = task.plan {
-            status["message"] = json!({
-                "messageId": format!("{id}-propose-{}", task.round),
-                "contextId": task.context_id,
-                "taskId": id,
-                "role": "ROLE_AGENT",
-                "parts": [{"text": format!("Please provide the site list (round {})", task.round)}],
-                "extensions": [NEGOTIATION_T],
-                "metadata": {
-                    NEGOTIATION_T: "## Information negotiation\nPlease provide the site list.",
-                    "templateUri": "Negotiation-T/information-negotiation/propose/v1",
-                    "negotiationContext": {
-                        "id": task.negotiation_id,
-                        "round": f64::from(task.round),
-                        "maxRounds": f64::from(max_rounds),
-                        "performative": "PROPOSE"
-                    }
-                }
-            });
-        }
+    if let Some(message) = &task.message {
+        status["message"] = message.clone();
     }
     let mut task_value = json!({"id": id, "contextId": task.context_id, "status": status});
     if task.state == "TASK_STATE_COMPLETED" {

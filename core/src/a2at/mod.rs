@@ -119,6 +119,9 @@ pub enum NegotiationContextError {
         /// The offending value.
         found: String,
     },
+    /// No metadata layer of the received response carries a `negotiationContext`.
+    #[error("no negotiationContext in any metadata layer")]
+    Absent,
     /// Two metadata layers carry different contexts.
     #[error(
         "conflicting negotiation contexts: {first} in {first_layer} vs {second} in {second_layer}"
