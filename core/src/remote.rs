@@ -120,7 +120,7 @@ pub(crate) struct Invocation {
     deadline: Timestamp,
     negotiation_active: bool,
     exchanges: Vec<Exchange>,
-    answered: BTreeSet<(String, String, u32)>,
+    answered: BTreeSet<(String, u32)>,
     last_context: Vec<(String, u32, u32)>,
     aborted: bool,
     pre_task: bool,
@@ -596,12 +596,12 @@ impl Invocation {
                 "Unsupported INPUT_REQUIRED interaction: Negotiation-T was not activated for this task",
             ));
         }
-        let Some(task_id) = self.remote_task_id.clone() else {
+        if self.remote_task_id.is_none() {
             return Err(Failure::new(
                 codes::UNSUPPORTED_TASK_STATE,
                 "INPUT_REQUIRED without a remote task identity",
             ));
-        };
+        }
         let received = self
             .acc
             .received_messages()
@@ -609,7 +609,7 @@ impl Invocation {
             .rev()
             .find(|r| r.task_id.is_some())
             .unwrap_or_default();
-        self.on_propose(task_id, received, env)
+        self.on_propose(received, env)
     }
 
     fn on_bare_message(&mut self, message: &Message, env: &mut Env<'_>) -> Step {
@@ -636,13 +636,11 @@ impl Invocation {
             context_id: message.context_id.clone(),
             ..Default::default()
         };
-        let key = self.context_id.clone();
-        self.on_propose(key, received, env)
+        self.on_propose(received, env)
     }
 
-    /// A response that should carry a Propose; `scope` is the remote task id (in-task) or the
-    /// context id (pre-task).
-    fn on_propose(&mut self, scope: String, received: ReceivedMessage, env: &mut Env<'_>) -> Step {
+    /// A response that should carry a Propose (in-task or pre-task).
+    fn on_propose(&mut self, received: ReceivedMessage, env: &mut Env<'_>) -> Step {
         let context = match a2at::context_of(&received) {
             Ok(Some(c)) => c,
             Ok(None) => {
@@ -686,10 +684,13 @@ impl Invocation {
                 )));
             }
         }
-        let dedup = (scope, context.id.clone(), context.round);
+        // One invocation has at most one remote task and one context, so (negotiation id,
+        // round) identifies a Propose; a pre-task Propose repeated in-task is the same one.
+        let dedup = (context.id.clone(), context.round);
         if self.answered.contains(&dedup) {
-            // Already answered: observe without asking again or resending (NG-15).
-            if self.pre_task {
+            // Already answered: observe without asking again or resending (NG-15). Without a
+            // task there is nothing to observe: a repeated pre-task Propose is an agent error.
+            if self.remote_task_id.is_none() {
                 return Err(negotiation_invalid(
                     "the agent repeated an already answered pre-task Propose",
                 ));
@@ -786,13 +787,7 @@ impl Invocation {
         if reply_context.performative == Performative::Abort {
             self.aborted = true;
         }
-        let scope = if self.pre_task {
-            self.context_id.clone()
-        } else {
-            self.remote_task_id.clone().unwrap_or_default()
-        };
-        self.answered
-            .insert((scope, context.id.clone(), context.round));
+        self.answered.insert((context.id.clone(), context.round));
         self.exchanges.push(Exchange {
             received: *received,
             reply: content.clone(),

@@ -491,6 +491,9 @@ impl ScriptedAgent {
                         record.later = states.into_iter().map(|s| (s, None)).collect();
                         reveal(&mut record);
                     }
+                    Plan::Negotiate(neg) if neg.proposes.is_empty() => {
+                        record.state = "TASK_STATE_COMPLETED";
+                    }
                     Plan::Negotiate(neg) => {
                         record.state = "TASK_STATE_INPUT_REQUIRED";
                         record.message =
