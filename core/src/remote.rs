@@ -602,6 +602,8 @@ impl Invocation {
                 "INPUT_REQUIRED without a remote task identity",
             ));
         }
+        // From here on replies go to the task, even if the negotiation began pre-task.
+        self.pre_task = false;
         let received = self
             .acc
             .received_messages()
@@ -625,7 +627,7 @@ impl Invocation {
                 "the agent answered with a Negotiation-T Propose but Negotiation-T was not activated for this task",
             ));
         }
-        if self.remote_task_id.is_some() && !self.pre_task {
+        if self.remote_task_id.is_some() {
             return Err(negotiation_invalid(
                 "pre-task Propose received after the agent created a task; use INPUT_REQUIRED",
             ));

@@ -545,3 +545,32 @@ fn negotiation_works_on_rest_and_streaming_agents_too() {
         assert_eq!(negotiations(&out), 2);
     }
 }
+
+#[test]
+fn ng3_a_negotiation_that_starts_pre_task_continues_on_the_task_once_it_exists() {
+    let agent = ScriptedAgent::new("neg")
+        .then(Plan::BarePropose(Propose::round(1, 3)))
+        .then(Plan::Negotiate(Negotiation {
+            proposes: vec![Propose::round(2, 3)],
+            ..Negotiation::rounds(1, 3)
+        }));
+    let out = go(agent, accept_all(), RunConfig::default());
+    assert!(out.result().success, "{:?}", out.result().history[0].error);
+    let sends = sends(&out);
+    assert_eq!(sends.len(), 3);
+    assert!(
+        sends[1].message().unwrap().get("taskId").is_none(),
+        "pre-task reply"
+    );
+    assert_eq!(
+        sends[2].message().unwrap()["taskId"],
+        "neg-t1",
+        "in-task reply"
+    );
+    let modes: Vec<&str> = out
+        .events("negotiation_request")
+        .iter()
+        .map(|e| e["mode"].as_str().unwrap())
+        .collect();
+    assert_eq!(modes, ["pre_task", "in_task"]);
+}
