@@ -562,9 +562,10 @@ fn ng3_a_negotiation_that_starts_pre_task_continues_on_the_task_once_it_exists()
         sends[1].message().unwrap().get("taskId").is_none(),
         "pre-task reply"
     );
+    let task = out.result().history[0].remote_task_id.clone().unwrap();
     assert_eq!(
         sends[2].message().unwrap()["taskId"],
-        "neg-t1",
+        task.as_str(),
         "in-task reply"
     );
     let modes: Vec<&str> = out
