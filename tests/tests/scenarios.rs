@@ -774,3 +774,72 @@ fn time_going_backwards_is_an_api_misuse_that_changes_nothing() {
     .unwrap();
     assert!(!run.is_finished());
 }
+
+#[test]
+fn a_stream_that_ends_before_a_final_state_is_followed_by_get_task_polling() {
+    for agent in [
+        ScriptedAgent::new("alpha").streaming(),
+        ScriptedAgent::new("alpha").rest().streaming(),
+    ] {
+        let agent = agent.by_default(Plan::States(vec![
+            "TASK_STATE_WORKING",
+            "TASK_STATE_COMPLETED",
+        ]));
+        let wf =
+            json!({"steps": [{"name": "s", "subtasks": [{"agent": "alpha", "description": "x"}]}]});
+        let out = run(wf, vec![agent], ScriptedHost::default());
+        assert!(out.result().success, "{:?}", out.result().history[0].error);
+        assert_eq!(out.requests_to("alpha", "SendStreamingMessage").len(), 1);
+        assert_eq!(out.requests_to("alpha", "GetTask").len(), 1);
+        assert_eq!(out.result().step_outputs["s"]["x"], vec![json!("done: x")]);
+        let updates = out.events("agent_status_update");
+        assert!(
+            updates.len() >= 3,
+            "stream events are forwarded as they arrive"
+        );
+    }
+}
+
+#[test]
+fn content_rules_are_checked_before_anything_is_sent() {
+    type Make = fn(&a2at_core::host::TaskRequest) -> MessageContent;
+    let cases: [(Make, &str); 4] = [
+        (|_| MessageContent::parts(vec![]), "no parts"),
+        (
+            |r| {
+                MessageContent::text(r.instruction.clone())
+                    .with_extension(a2at_core::a2at::TASK_T_URI)
+            },
+            "Task-T",
+        ),
+        (
+            |r| {
+                MessageContent::text(r.instruction.clone())
+                    .with_extension("https://example.test/ext/unknown/v1")
+            },
+            "not declared",
+        ),
+        (
+            |r| MessageContent::text(r.instruction.clone()).with_extension(" "),
+            "blank",
+        ),
+    ];
+    for (make, needle) in cases {
+        let host = ScriptedHost::default().on_task(move |r| now(Ok(make(r))));
+        let wf =
+            json!({"steps": [{"name": "s", "subtasks": [{"agent": "alpha", "description": "x"}]}]});
+        let out = run(wf, vec![ScriptedAgent::new("alpha")], host);
+        let h = &out.result().history[0];
+        assert_eq!(
+            h.error_code.as_deref(),
+            Some(codes::INVALID_CONTENT),
+            "{needle}"
+        );
+        assert!(
+            h.error.as_deref().unwrap().contains(needle),
+            "{:?} lacks {needle}",
+            h.error
+        );
+        assert!(transmits(&out).is_empty());
+    }
+}
