@@ -29,10 +29,12 @@
 //! # Ok::<(), a2at_core::workflow::WorkflowError>(())
 //! ```
 
+pub mod graph;
 pub mod model;
 pub mod parse;
 pub mod validate;
 
+pub use graph::{GraphFormat, render as render_graph};
 pub use model::{
     BusinessInput, ContextFrom, Edge, Step, StepType, Subtask, TERMINAL_MARKERS, Workflow,
     is_terminal_marker,
