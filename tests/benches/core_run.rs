@@ -52,6 +52,27 @@ fn random_dag(n: usize, seed: u64) -> Value {
     json!({"name": "bench", "steps": steps})
 }
 
+/// Counts the inputs of one logged run of the same workflow (outside the timed section).
+fn sim_inputs(text: &str) -> usize {
+    let wf = ValidatedWorkflow::new(Workflow::from_json_str(text).expect("parses")).expect("valid");
+    let agents = vec![ScriptedAgent::new("agent")];
+    let dir = directory(&agents);
+    let out = Sim::new(
+        wf,
+        dir,
+        agents,
+        ScriptedHost::default(),
+        RunConfig::default(),
+        RunStart::default(),
+    )
+    .with_latency(Duration::ZERO)
+    .drive();
+    out.log
+        .iter()
+        .filter(|(_, o)| !matches!(o, a2at_tests::Observed::Output(_)))
+        .count()
+}
+
 fn time<T>(f: impl FnOnce() -> T) -> (T, Duration) {
     let start = Instant::now();
     let out = f();

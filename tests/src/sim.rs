@@ -120,6 +120,7 @@ pub struct Sim {
     cancel_at: Option<Timestamp>,
     redeliver_duplicates: bool,
     delivered: Vec<(Timestamp, Input)>,
+    quiet: bool,
 }
 
 impl Sim {
@@ -146,12 +147,19 @@ impl Sim {
             cancel_at: None,
             redeliver_duplicates: false,
             delivered: Vec::new(),
+            quiet: false,
         }
     }
 
     /// Network latency of every agent answer (default 1 ms).
     pub fn with_latency(mut self, latency: Duration) -> Self {
         self.latency = latency;
+        self
+    }
+
+    /// Keep no log and no request record (for benchmarks: measures the core, not the harness).
+    pub fn quiet(mut self) -> Self {
+        self.quiet = true;
         self
     }
 
@@ -208,7 +216,9 @@ impl Sim {
                 let (_, pending) = self.queue.remove(&key).expect("present");
                 match pending {
                     Pending::Feed(input) => {
-                        self.log.push((self.now, Observed::Input(input.clone())));
+                        if !self.quiet {
+                            self.log.push((self.now, Observed::Input(input.clone())));
+                        }
                         self.run
                             .handle(input.clone(), self.now)
                             .expect("valid input");
@@ -236,7 +246,9 @@ impl Sim {
                     self.redeliver_duplicates = false;
                 }
             } else {
-                self.log.push((self.now, Observed::Timeout));
+                if !self.quiet {
+                    self.log.push((self.now, Observed::Timeout));
+                }
                 self.run.handle_timeout(self.now).expect("valid timeout");
             }
         }
@@ -251,7 +263,9 @@ impl Sim {
 
     fn drain(&mut self) {
         while let Some(out) = self.run.poll_output() {
-            self.log.push((self.now, Observed::Output(out.clone())));
+            if !self.quiet {
+                self.log.push((self.now, Observed::Output(out.clone())));
+            }
             match out {
                 Output::Transmit(req) => self.transmit(req),
                 Output::AbortTransmit { op } => {
@@ -274,10 +288,12 @@ impl Sim {
 
     fn transmit(&mut self, req: HttpRequest) {
         let decoded = AgentRequest::decode(&req);
-        self.requests
-            .entry(req.agent.clone())
-            .or_default()
-            .push(decoded.clone());
+        if !self.quiet {
+            self.requests
+                .entry(req.agent.clone())
+                .or_default()
+                .push(decoded.clone());
+        }
         let Some(agent) = self.agents.get_mut(&req.agent) else {
             let at = self.now.saturating_add(self.latency);
             self.schedule(
