@@ -99,14 +99,11 @@ fn main() {
             RunConfig::default(),
             RunStart::default(),
         )
-        .with_latency(Duration::ZERO);
+        .with_latency(Duration::ZERO)
+        .quiet();
         let (out, run) = time(|| sim.drive());
         assert!(out.result().success, "{:?}", out.result().error);
-        let inputs = out
-            .log
-            .iter()
-            .filter(|(_, o)| !matches!(o, a2at_tests::Observed::Output(_)))
-            .count();
+        let inputs = sim_inputs(&text);
         println!(
             "{:>8} {:>10.2}ms {:>10.2}ms {:>10.2}ms {:>10} {:>12.0}",
             n,
