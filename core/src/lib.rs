@@ -16,7 +16,7 @@
 //!
 //! 1. Build a [`ValidatedWorkflow`](workflow::ValidatedWorkflow) (parse and validate the JSON) and
 //!    an [`AgentDirectory`](agents::AgentDirectory) (validated cards with selected endpoints).
-//! 2. Create a [`Run`](run::Run) with a [`RunConfig`](run::RunConfig) (budgets and the id seed).
+//! 2. Create a [`Run`] with a [`RunConfig`] (budgets and the id seed).
 //! 3. Drain [`Run::poll_output`](run::Run::poll_output) and carry out each [`Output`]: call the
 //!    host, transmit HTTP requests, abort exchanges, deliver events. Stop at
 //!    [`Output::Finished`].
@@ -57,7 +57,7 @@
 //! Time is a [`Timestamp`] (microseconds since the run's epoch) passed with every mutation.
 //! Budgets (`on_task` through the end of negotiation, route and self-task calls, `GetTask`
 //! polling, `CancelTask` cleanup) are deadlines reported by `poll_timeout`. Time going
-//! backwards is an [`ApiMisuse`](io::ApiMisuse) and leaves the run unchanged.
+//! backwards is an [`ApiMisuse`] and leaves the run unchanged.
 //!
 //! ## Identifiers
 //!
@@ -69,11 +69,11 @@
 //! ## Errors, failures and bugs
 //!
 //! * A caller bug (time going backwards, an answer of the wrong kind, input after the end) is an
-//!   [`ApiMisuse`](io::ApiMisuse) returned by `handle`; the state is unchanged.
+//!   [`ApiMisuse`] returned by `handle`; the state is unchanged.
 //! * An invalid workflow is a [`WorkflowError`](workflow::WorkflowError) before any run exists.
 //! * Everything that goes wrong during a run (remote failures, protocol rejections, timeouts,
 //!   host failures, cancellation) is data: a stable code in the task's result, in events and in
-//!   the [`ExecutionResult`](result::ExecutionResult). The codes are listed in
+//!   the [`ExecutionResult`]. The codes are listed in
 //!   [`host::codes`] and [`a2a`] (`a2a.<reason>`).
 //! * A panic is a bug in this crate.
 #![forbid(unsafe_code)]
