@@ -1,7 +1,157 @@
-//! The `a2at` command-line tool.
+//! The `a2at` command-line tool: check a workflow, draw it, and (once the runtime lands) run it.
 #![forbid(unsafe_code)]
 
-fn main() {
-    eprintln!("a2at: the command-line tool is not built yet");
-    std::process::exit(2);
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+use a2at_core::result::{ExecutionResult, StepStatus};
+use a2at_core::workflow::{
+    GraphFormat, ValidatedWorkflow, WorkflowError, parse_and_validate, render_graph,
+};
+use clap::{Parser, Subcommand, ValueEnum};
+
+#[derive(Parser)]
+#[command(name = "a2at", version, about = "The a2at A2A-T workflow engine tool")]
+struct Cli {
+    #[command(subcommand)]
+    command: Option<Command>,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Check a workflow file and list every problem found (exit code 1 when there are any).
+    Validate {
+        /// The workflow JSON (the orchestration-center `{"data": …}` envelope is accepted).
+        workflow: PathBuf,
+    },
+    /// Print the workflow as a Mermaid flowchart or a Graphviz digraph.
+    Graph {
+        /// The workflow JSON.
+        workflow: PathBuf,
+        /// Output format.
+        #[arg(long, value_enum, default_value_t = Format::Mermaid)]
+        format: Format,
+        /// An `ExecutionResult` JSON file of a finished run: colours steps by their status.
+        #[arg(long)]
+        result: Option<PathBuf>,
+    },
+}
+
+#[derive(Clone, Copy, ValueEnum)]
+enum Format {
+    Mermaid,
+    Dot,
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    match cli.command {
+        None => {
+            eprintln!(
+                "a2at: the demo needs the runtime, which is not built yet; try `a2at validate` or `a2at graph`"
+            );
+            ExitCode::from(2)
+        }
+        Some(Command::Validate { workflow }) => validate(&workflow),
+        Some(Command::Graph {
+            workflow,
+            format,
+            result,
+        }) => graph(&workflow, format, result.as_deref()),
+    }
+}
+
+fn load(path: &Path) -> Result<Result<ValidatedWorkflow, WorkflowError>, ExitCode> {
+    match std::fs::read_to_string(path) {
+        Ok(text) => Ok(parse_and_validate(&text)),
+        Err(e) => {
+            eprintln!("a2at: cannot read {}: {e}", path.display());
+            Err(ExitCode::from(2))
+        }
+    }
+}
+
+fn validate(path: &Path) -> ExitCode {
+    let wf = match load(path) {
+        Ok(r) => r,
+        Err(code) => return code,
+    };
+    match wf {
+        Ok(wf) => {
+            let edges: usize = wf.step_ids().map(|id| wf.edges(id).len()).sum();
+            let starts: Vec<&str> = wf
+                .start_steps()
+                .iter()
+                .map(|id| wf.step(*id).name.as_str())
+                .collect();
+            println!(
+                "ok: {} — {} steps, {} edges, start steps: {}",
+                path.display(),
+                wf.len(),
+                edges,
+                starts.join(", ")
+            );
+            ExitCode::SUCCESS
+        }
+        Err(WorkflowError::Parse(e)) => {
+            println!(
+                "invalid: {} — {} problem(s) while parsing",
+                path.display(),
+                e.problems.len()
+            );
+            for p in &e.problems {
+                println!("  {}: {}", p.path, p.message);
+            }
+            ExitCode::from(1)
+        }
+        Err(WorkflowError::Invalid(e)) => {
+            println!(
+                "invalid: {} — {} problem(s) in the graph",
+                path.display(),
+                e.problems.len()
+            );
+            for p in &e.problems {
+                println!("  {}", p.message);
+            }
+            ExitCode::from(1)
+        }
+    }
+}
+
+fn graph(path: &Path, format: Format, result: Option<&Path>) -> ExitCode {
+    let wf = match load(path) {
+        Ok(Ok(wf)) => wf,
+        Ok(Err(e)) => {
+            eprintln!(
+                "a2at: {} is not a valid workflow (run `a2at validate`):\n{e}",
+                path.display()
+            );
+            return ExitCode::from(1);
+        }
+        Err(code) => return code,
+    };
+    let statuses: Option<BTreeMap<String, StepStatus>> = match result {
+        None => None,
+        Some(p) => {
+            let parsed = std::fs::read_to_string(p)
+                .map_err(|e| e.to_string())
+                .and_then(|t| {
+                    serde_json::from_str::<ExecutionResult>(&t).map_err(|e| e.to_string())
+                });
+            match parsed {
+                Ok(r) => Some(r.steps.into_iter().map(|s| (s.name, s.status)).collect()),
+                Err(e) => {
+                    eprintln!("a2at: cannot read the result {}: {e}", p.display());
+                    return ExitCode::from(2);
+                }
+            }
+        }
+    };
+    let format = match format {
+        Format::Mermaid => GraphFormat::Mermaid,
+        Format::Dot => GraphFormat::Dot,
+    };
+    print!("{}", render_graph(&wf, format, statuses.as_ref()));
+    ExitCode::SUCCESS
 }
