@@ -230,9 +230,15 @@ impl Run {
 
     /// Feeds one input that happened at `now`.
     pub fn handle(&mut self, input: Input, now: Timestamp) -> Result<(), ApiMisuse> {
+        let before = self.ctx.now;
         self.advance_clock(now)?;
         match input {
-            Input::HostReply { call, reply } => self.on_host_reply(call, reply)?,
+            Input::HostReply { call, reply } => {
+                if let Err(misuse) = self.on_host_reply(call, reply) {
+                    self.ctx.now = before;
+                    return Err(misuse);
+                }
+            }
             Input::ResponseHead {
                 op,
                 status,
@@ -264,7 +270,9 @@ impl Run {
                 if let Some(entry) = self.ctx.ops.get(&op) {
                     let owner = entry.owner;
                     if entry.purpose == OpPurpose::Cancel {
-                        self.ctx.abort_op(op);
+                        // Best-effort cleanup: a failed CancelTask changes no result.
+                        self.ctx.ops.remove(&op);
+                        self.ctx.clear_timer(TimerKey::Cleanup(op));
                     } else if let Some(Slot::Remote(inv)) = self.slots.get_mut(&owner) {
                         let mut env = Env {
                             ctx: &mut self.ctx,
@@ -274,9 +282,9 @@ impl Run {
                         if let Some(result) = inv.on_transport_failed(op, error, &mut env) {
                             self.task_finished(owner, result);
                         }
-                    } else {
-                        self.ctx.abort_op(op);
                     }
+                    // The exchange is over whoever owned it; nothing is left to abort.
+                    self.ctx.ops.remove(&op);
                 }
             }
             Input::Cancel => self.cancel(),

@@ -843,3 +843,41 @@ fn content_rules_are_checked_before_anything_is_sent() {
         assert!(transmits(&out).is_empty());
     }
 }
+
+#[test]
+fn a_reply_of_the_wrong_kind_is_a_misuse_that_leaves_the_run_unchanged() {
+    use std::sync::Arc;
+    let wf = parse_and_validate(&json!({"steps": [{"name": "s", "step_type": "SELF_LOOP", "subtasks": [{"agent": "me", "description": "x"}]}]}).to_string()).unwrap();
+    let mut run = a2at_core::Run::new(
+        Arc::new(wf),
+        Arc::new(a2at_core::agents::AgentDirectory::default()),
+        RunConfig::default(),
+        RunStart::default(),
+    );
+    let call = std::iter::from_fn(|| run.poll_output())
+        .find_map(|o| match o {
+            Output::CallHost { call, .. } => Some(call),
+            _ => None,
+        })
+        .unwrap();
+    let wrong = a2at_core::host::HostReply::Route(Ok(RouteDecision::allow(None)));
+    let err = run
+        .handle(
+            Input::HostReply { call, reply: wrong },
+            a2at_core::Timestamp::from_millis(50),
+        )
+        .unwrap_err();
+    assert!(matches!(
+        err,
+        a2at_core::ApiMisuse::ReplyKindMismatch { .. }
+    ));
+    // The clock did not move: an earlier time is still accepted, and the right answer finishes.
+    let right = a2at_core::host::HostReply::SelfTask(Ok(TaskResult::success(vec![])));
+    run.handle(
+        Input::HostReply { call, reply: right },
+        a2at_core::Timestamp::from_millis(10),
+    )
+    .unwrap();
+    assert!(run.is_finished());
+    assert!(run.result().unwrap().success);
+}
