@@ -346,12 +346,28 @@ impl Invocation {
         extensions: &[String],
         env: &mut Env<'_>,
     ) -> Result<(), Failure> {
-        let Some(agent) = self.agent(env) else {
-            return Err(Failure::new(
-                codes::AGENT_NOT_FOUND,
-                format!("Agent not found: {}", self.request.agent_name),
-            ));
-        };
+        let op = self
+            .open_exchange(call, purpose, extensions, env)
+            .ok_or_else(|| {
+                Failure::new(
+                    codes::AGENT_NOT_FOUND,
+                    format!("Agent not found: {}", self.request.agent_name),
+                )
+            })?;
+        self.phase = Phase::Exchanging(op);
+        Ok(())
+    }
+
+    /// Encodes `call` for the agent's endpoint, registers its decoder and asks the driver to
+    /// transmit it. `None` when the agent has no card.
+    fn open_exchange(
+        &self,
+        call: &A2aCall<'_>,
+        purpose: OpPurpose,
+        extensions: &[String],
+        env: &mut Env<'_>,
+    ) -> Option<OpId> {
+        let agent = self.agent(env)?;
         let rpc_id = env.ctx.ids.next_uuid();
         let encoded = encode_call(&agent.endpoint, call, &rpc_id, extensions);
         let decoder = ResponseDecoder::new(
@@ -380,8 +396,7 @@ impl Invocation {
             streaming: call.kind().is_streaming(),
             correlation: self.correlation(env),
         }));
-        self.phase = Phase::Exchanging(op);
-        Ok(())
+        Some(op)
     }
 
     fn correlation(&self, env: &Env<'_>) -> Correlation {
@@ -900,40 +915,11 @@ impl Invocation {
     }
 
     fn cleanup_cancel(&mut self, task_id: &str, env: &mut Env<'_>) {
-        let Some(agent) = self.agent(env) else {
-            return;
-        };
-        let rpc_id = env.ctx.ids.next_uuid();
         let call = A2aCall::CancelTask { task_id };
-        let encoded = encode_call(&agent.endpoint, &call, &rpc_id, &[]);
-        let decoder = ResponseDecoder::new(
-            agent.endpoint.binding,
-            call.kind(),
-            &rpc_id,
-            env.config.decode_limits,
-        );
-        let op = env.ctx.new_op();
-        env.ctx.ops.insert(
-            op,
-            OpEntry {
-                owner: self.key,
-                purpose: OpPurpose::Cancel,
-                decoder,
-            },
-        );
-        let at = env.ctx.now.saturating_add(env.config.cancel_budget);
-        env.ctx.set_timer(TimerKey::Cleanup(op), at);
-        env.ctx.push(Output::Transmit(HttpRequest {
-            op,
-            agent: self.request.agent_name.clone(),
-            purpose: OpPurpose::Cancel,
-            method: encoded.method,
-            url: encoded.url,
-            headers: encoded.headers,
-            body: encoded.body,
-            streaming: false,
-            correlation: self.correlation(env),
-        }));
+        if let Some(op) = self.open_exchange(&call, OpPurpose::Cancel, &[], env) {
+            let at = env.ctx.now.saturating_add(env.config.cancel_budget);
+            env.ctx.set_timer(TimerKey::Cleanup(op), at);
+        }
     }
 }
 
