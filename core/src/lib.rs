@@ -76,6 +76,37 @@
 //!   the [`ExecutionResult`]. The codes are listed in
 //!   [`host::codes`] and [`a2a`] (`a2a.<reason>`).
 //! * A panic is a bug in this crate.
+//!
+//! ## Failure codes
+//!
+//! | code | where | meaning |
+//! |---|---|---|
+//! | `a2a.<reason>` | task | the agent rejected the call before creating a task (REST error envelope or JSON-RPC error; the ErrorInfo reason lowercased, non-alphanumerics to `_`); never retried, never negotiated |
+//! | `a2a.jsonrpc.<code>` | task | a JSON-RPC error code outside the A2A table, without a reason |
+//! | `a2a.http.<status>` | task | a non-2xx answer without an A2A reason (e.g. a plain-text 404 from a router) |
+//! | `remote.problem.<status>` | task | an RFC 9457 problem-details body |
+//! | `a2a.invalid_agent_response` | task | bytes that are not a valid A2A response (bad JSON, wrong shape, wrong JSON-RPC id) |
+//! | `a2a.event_too_large` / `a2a.body_too_large` | task | an SSE event or a unary body over [`DecodeLimits`](a2a::DecodeLimits) |
+//! | `a2a.empty_stream` | task | a stream closed before any A2A event (ER-7), or ended with no state |
+//! | `a2a.unsupported_task_state` | task | `AUTH_REQUIRED`/unknown states, or `INPUT_REQUIRED` without a valid Propose or without Negotiation-T activated |
+//! | `remote.task_failed` / `remote.task_canceled` / `remote.task_rejected` | task | the remote task ended FAILED / CANCELED / REJECTED (its evidence is kept) |
+//! | `remote.no_response` | task | transport failure: connect, TLS, I/O, authentication headers |
+//! | `remote.identity_changed` | task | the remote task id or context id changed between replies (TT-14) |
+//! | `workflow.timeout` | task | the task's budget (content, send, waiting, negotiation) or a self-task's callback budget expired |
+//! | `workflow.cancelled` | task, run | the run was cancelled, or an ANY_SUCCESS peer won |
+//! | `workflow.agent_not_found` | task | no card for the subtask's agent |
+//! | `workflow.invalid_content` | task | the host's content cannot be sent (no parts, blank or undeclared extension, Task-T inconsistency, required extension not activated) |
+//! | `workflow.execution_failed` | task | a host callback failed without a code of its own |
+//! | `host.handler_missing` / `host.callback_panicked` | task, run | a needed callback is not implemented / panicked |
+//! | `negotiation.invalid` | task | a Propose or a reply broke a Negotiation-T rule (malformed, exhausted or regressed context, conflicting layers, reply not matching) |
+//! | `negotiation.budget_exhausted` | task | more Proposes than `max_negotiation_exchanges` |
+//! | `negotiation.aborted` | task | the host sent an Abort: never a success |
+//! | `workflow.step_failed` | run | a step failed; nothing new is dispatched |
+//! | `workflow.route_failed` | run | an `on_route` call failed, timed out or was missing; no successor of that step runs |
+//! | `workflow.deadlock` | run | guard: steps that can never become ready (unreachable for a validated DAG) |
+//!
+//! A host's own codes (`TaskResult::failure`, `HostError::business`, `NegotiationReply::Stop`) are
+//! kept verbatim. The constants are in [`host::codes`] and [`a2a::error::codes`].
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
