@@ -35,6 +35,8 @@ struct State {
     requests: BTreeMap<String, Vec<AgentRequest>>,
     in_flight: BTreeMap<String, usize>,
     max_in_flight: BTreeMap<String, usize>,
+    in_flight_total: usize,
+    max_in_flight_total: usize,
     total: u64,
 }
 
@@ -52,6 +54,8 @@ impl InFlight {
         let now = *n;
         let max = s.max_in_flight.entry(agent.to_owned()).or_default();
         *max = (*max).max(now);
+        s.in_flight_total += 1;
+        s.max_in_flight_total = s.max_in_flight_total.max(s.in_flight_total);
         InFlight {
             state: state.clone(),
             agent: agent.to_owned(),
@@ -61,7 +65,9 @@ impl InFlight {
 
 impl Drop for InFlight {
     fn drop(&mut self) {
-        if let Some(n) = lock(&self.state).in_flight.get_mut(&self.agent) {
+        let mut s = lock(&self.state);
+        s.in_flight_total = s.in_flight_total.saturating_sub(1);
+        if let Some(n) = s.in_flight.get_mut(&self.agent) {
             *n = n.saturating_sub(1);
         }
     }
@@ -165,6 +171,11 @@ impl LoopbackServer {
             .get(agent)
             .copied()
             .unwrap_or(0)
+    }
+
+    /// The highest number of exchanges that were in flight at once, all agents together.
+    pub fn max_in_flight_total(&self) -> usize {
+        lock(&self.state).max_in_flight_total
     }
 
     /// A snapshot of `agent` (its task table and the tasks it was asked to cancel).
