@@ -203,28 +203,32 @@ fn build_request(
         .map_err(|e| format!("cannot build the HTTP request: {e}"))
 }
 
-/// The broad class of a client error: TLS when rustls is anywhere in the source chain.
+/// The broad class of a client error: TLS when a rustls error is anywhere in the chain.
 fn classify(e: &hyper_util::client::legacy::Error) -> TransportErrorKind {
-    let mut source: Option<&(dyn StdError + 'static)> = Some(e);
-    while let Some(s) = source {
-        if s.downcast_ref::<rustls::Error>().is_some() {
-            return TransportErrorKind::Tls;
-        }
-        if let Some(io) = s.downcast_ref::<std::io::Error>() {
-            if io
-                .get_ref()
-                .is_some_and(|inner| inner.downcast_ref::<rustls::Error>().is_some())
-            {
-                return TransportErrorKind::Tls;
-            }
-        }
-        source = s.source();
-    }
-    if e.is_connect() {
+    if is_tls(e) {
+        TransportErrorKind::Tls
+    } else if e.is_connect() {
         TransportErrorKind::Connect
     } else {
         TransportErrorKind::Io
     }
+}
+
+/// Whether a rustls error is in the chain. `io::Error::source` skips the error it wraps, so
+/// wrapped I/O errors are opened with `get_ref`.
+fn is_tls(e: &(dyn StdError + 'static)) -> bool {
+    if e.is::<rustls::Error>() {
+        return true;
+    }
+    if let Some(inner) = e
+        .downcast_ref::<std::io::Error>()
+        .and_then(std::io::Error::get_ref)
+    {
+        if is_tls(inner) {
+            return true;
+        }
+    }
+    e.source().is_some_and(is_tls)
 }
 
 /// The error with its source chain, for logs (hyper errors carry no request data).
@@ -237,4 +241,196 @@ fn describe(e: &(dyn StdError + 'static)) -> String {
         source = s.source();
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use a2at_core::OpId;
+    use a2at_core::io::{Correlation, OpPurpose};
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    use tokio::net::{TcpListener, TcpStream};
+    use tokio::sync::oneshot;
+
+    fn transport(auth: Option<AuthHook>) -> Transport {
+        Transport {
+            client: HttpClient::new().expect("client"),
+            limits: Limits::new(["a"].into_iter(), 4, 4),
+            auth,
+        }
+    }
+
+    fn request(url: String) -> HttpRequest {
+        HttpRequest {
+            op: OpId(1),
+            agent: "a".into(),
+            purpose: OpPurpose::Send,
+            method: HttpMethod::Post,
+            url,
+            headers: vec![("A2A-Version".into(), "1.0".into())],
+            body: b"{}".to_vec(),
+            streaming: true,
+            correlation: Correlation::default(),
+        }
+    }
+
+    /// Reads one request head and body (`Content-Length`) off `stream`; returns the head text.
+    async fn read_request(stream: &mut TcpStream) -> String {
+        let mut buf = Vec::new();
+        let mut byte = [0u8; 1];
+        while !buf.ends_with(b"\r\n\r\n") {
+            stream.read_exact(&mut byte).await.expect("request head");
+            buf.push(byte[0]);
+        }
+        let head = String::from_utf8(buf).expect("ascii head");
+        let len: usize = head
+            .lines()
+            .find_map(|l| {
+                l.to_ascii_lowercase()
+                    .strip_prefix("content-length: ")
+                    .map(str::to_owned)
+            })
+            .and_then(|v| v.trim().parse().ok())
+            .unwrap_or(0);
+        let mut body = vec![0u8; len];
+        stream.read_exact(&mut body).await.expect("request body");
+        head
+    }
+
+    fn chunk(data: &str) -> Vec<u8> {
+        format!("{:x}\r\n{data}\r\n", data.len()).into_bytes()
+    }
+
+    #[tokio::test]
+    async fn body_frames_are_delivered_as_they_arrive_with_auth_headers_added() {
+        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let url = format!("http://{}/rpc", listener.local_addr().unwrap());
+        let (go_on, wait) = oneshot::channel::<()>();
+        let server = tokio::spawn(async move {
+            let (mut s, _) = listener.accept().await.unwrap();
+            let head = read_request(&mut s).await;
+            s.write_all(b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ntransfer-encoding: chunked\r\n\r\n")
+                .await
+                .unwrap();
+            s.write_all(&chunk("data: one\n\n")).await.unwrap();
+            wait.await.unwrap();
+            s.write_all(&chunk("data: two\n\n")).await.unwrap();
+            s.write_all(b"0\r\n\r\n").await.unwrap();
+            head
+        });
+        let hook: AuthHook = Arc::new(|_| Ok(vec![("authorization".into(), "Bearer t".into())]));
+        let t = transport(Some(hook));
+        let (tx, mut rx) = mpsc::channel(16);
+        let exchange = tokio::spawn(async move { t.exchange(request(url), tx).await });
+        let Some(Input::ResponseHead {
+            status: 200,
+            headers,
+            ..
+        }) = rx.recv().await
+        else {
+            panic!("head first");
+        };
+        assert!(
+            headers
+                .iter()
+                .any(|(n, v)| n == "content-type" && v == "text/event-stream")
+        );
+        // The first event arrives while the server still holds back the second.
+        assert_eq!(
+            rx.recv().await,
+            Some(Input::ResponseBody {
+                op: OpId(1),
+                chunk: b"data: one\n\n".to_vec()
+            })
+        );
+        go_on.send(()).unwrap();
+        assert_eq!(
+            rx.recv().await,
+            Some(Input::ResponseBody {
+                op: OpId(1),
+                chunk: b"data: two\n\n".to_vec()
+            })
+        );
+        assert_eq!(rx.recv().await, Some(Input::ResponseEnd { op: OpId(1) }));
+        exchange.await.unwrap();
+        let head = server.await.unwrap().to_ascii_lowercase();
+        assert!(head.starts_with("post /rpc http/1.1"), "{head}");
+        assert!(head.contains("a2a-version: 1.0") && head.contains("authorization: bearer t"));
+    }
+
+    #[tokio::test]
+    async fn an_auth_hook_failure_and_a_refused_connection_are_typed() {
+        let hook: AuthHook = Arc::new(|_| Err("no credentials for a".into()));
+        let (tx, mut rx) = mpsc::channel(4);
+        transport(Some(hook))
+            .exchange(request("http://127.0.0.1:9/x".into()), tx)
+            .await;
+        let Some(Input::TransportFailed { error, .. }) = rx.recv().await else {
+            panic!("failure expected");
+        };
+        assert_eq!(error.kind, TransportErrorKind::Auth);
+
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port();
+        let (tx, mut rx) = mpsc::channel(4);
+        let t = transport(None);
+        t.exchange(request(format!("http://127.0.0.1:{port}/x")), tx)
+            .await;
+        let Some(Input::TransportFailed { error, .. }) = rx.recv().await else {
+            panic!("failure expected");
+        };
+        assert_eq!(error.kind, TransportErrorKind::Connect);
+        assert_eq!(t.client.requests_sent(), 1);
+    }
+
+    #[tokio::test]
+    async fn aborting_an_exchange_drops_its_connection() {
+        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let url = format!("http://{}/stream", listener.local_addr().unwrap());
+        let server = tokio::spawn(async move {
+            let (mut s, _) = listener.accept().await.unwrap();
+            read_request(&mut s).await;
+            s.write_all(b"HTTP/1.1 200 OK\r\ntransfer-encoding: chunked\r\n\r\n")
+                .await
+                .unwrap();
+            s.write_all(&chunk("data: x\n\n")).await.unwrap();
+            // The client must close the connection; reading then ends with EOF (0 bytes).
+            let mut rest = [0u8; 16];
+            s.read(&mut rest).await.unwrap_or(0)
+        });
+        let t = transport(None);
+        let (tx, mut rx) = mpsc::channel(16);
+        let exchange = tokio::spawn(async move { t.exchange(request(url), tx).await });
+        assert!(matches!(rx.recv().await, Some(Input::ResponseHead { .. })));
+        assert!(matches!(rx.recv().await, Some(Input::ResponseBody { .. })));
+        exchange.abort();
+        let read = tokio::time::timeout(std::time::Duration::from_secs(5), server)
+            .await
+            .expect("the connection was closed")
+            .unwrap();
+        assert_eq!(read, 0);
+    }
+
+    #[tokio::test]
+    async fn https_is_tls_and_a_broken_handshake_is_a_tls_failure() {
+        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let url = format!("https://{}/x", listener.local_addr().unwrap());
+        tokio::spawn(async move {
+            let (mut s, _) = listener.accept().await.unwrap();
+            let mut hello = [0u8; 5];
+            // A TLS ClientHello starts with a handshake record (0x16); answer in plain HTTP.
+            s.read_exact(&mut hello).await.unwrap();
+            assert_eq!(hello[0], 0x16);
+            let _ = s.write_all(b"HTTP/1.1 400 Bad Request\r\n\r\n").await;
+        });
+        let (tx, mut rx) = mpsc::channel(4);
+        transport(None).exchange(request(url), tx).await;
+        let Some(Input::TransportFailed { error, .. }) = rx.recv().await else {
+            panic!("failure expected");
+        };
+        assert_eq!(error.kind, TransportErrorKind::Tls, "{}", error.message);
+    }
 }
