@@ -18,6 +18,7 @@ use a2at_core::run::{Run, RunConfig, RunStart};
 use a2at_core::workflow::{ValidatedWorkflow, WorkflowError, parse_and_validate};
 use futures::FutureExt;
 use tokio::sync::{mpsc, oneshot, watch};
+use tracing::Instrument;
 
 use crate::driver::Driver;
 use crate::events::{EventEnvelope, EventSink, OnFinish, OnFinishError, RunHandle};
@@ -457,10 +458,14 @@ impl<C: ControlPoint + 'static> RunBuilder<C> {
             sink: self.sink,
             events_tx,
         };
-        tokio::spawn(async move {
-            let result = driver.drive(run, cancel_rx).await;
-            let _ = result_tx.send(result);
-        });
+        let span = tracing::info_span!("a2at_run", %execution_id, seed);
+        tokio::spawn(
+            async move {
+                let result = driver.drive(run, cancel_rx).await;
+                let _ = result_tx.send(result);
+            }
+            .instrument(span),
+        );
         RunHandle {
             execution_id,
             seed,

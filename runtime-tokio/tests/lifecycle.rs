@@ -311,3 +311,45 @@ async fn budgets_run_on_tokios_clock() {
     );
     assert_eq!(started.elapsed(), Duration::from_secs(60));
 }
+
+/// Sets its flag when dropped.
+struct DropFlag(Arc<AtomicUsize>);
+
+impl Drop for DropFlag {
+    fn drop(&mut self) {
+        self.0.fetch_add(1, Ordering::SeqCst);
+    }
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_callback_that_outlives_its_budget_is_dropped() {
+    let card =
+        a2at_core::a2a::AgentCard::from_json_value(&ScriptedAgent::new("alpha").card()).unwrap();
+    let engine = Engine::builder(vec![card])
+        .task_budget(Duration::from_secs(30))
+        .build()
+        .expect("engine");
+    let dropped = Arc::new(AtomicUsize::new(0));
+    let flag = dropped.clone();
+    let host = ControlPointBuilder::new()
+        .on_task(move |_| {
+            let guard = DropFlag(flag.clone());
+            async move {
+                let _guard = guard;
+                std::future::pending::<()>().await;
+                Ok(MessageContent::text("never"))
+            }
+        })
+        .build();
+    let wf = workflow(
+        json!({"steps": [{"name": "a", "subtasks": [{"agent": "alpha", "description": "x"}]}]}),
+    );
+    let result = engine
+        .execute(wf, RunStart::default(), Arc::new(host))
+        .await;
+    assert_eq!(
+        result.history[0].error_code.as_deref(),
+        Some(codes::TIMEOUT)
+    );
+    assert_eq!(dropped.load(Ordering::SeqCst), 1);
+}
