@@ -111,11 +111,9 @@ async fn two_hundred_concurrent_runs_share_one_engine() {
 async fn send_task_runs_one_task_without_a_workflow() {
     let server = LoopbackServer::start(vec![
         ScriptedAgent::new("alpha").streaming(),
-        ScriptedAgent::new("beta").then(Plan::Negotiate {
-            rounds: 1,
-            max_rounds: 3,
-            ack_first: false,
-        }),
+        ScriptedAgent::new("beta").then(Plan::Negotiate(a2at_tests::agent::Negotiation::rounds(
+            1, 3,
+        ))),
     ])
     .await;
     let engine = Engine::builder(server.cards())
@@ -142,11 +140,9 @@ async fn send_task_runs_one_task_without_a_workflow() {
         refused.error_code.as_deref(),
         Some(codes::HOST_HANDLER_MISSING)
     );
-    let server = LoopbackServer::start(vec![ScriptedAgent::new("beta").then(Plan::Negotiate {
-        rounds: 1,
-        max_rounds: 3,
-        ack_first: false,
-    })])
+    let server = LoopbackServer::start(vec![ScriptedAgent::new("beta").then(Plan::Negotiate(
+        a2at_tests::agent::Negotiation::rounds(1, 3),
+    ))])
     .await;
     let engine = Engine::builder(server.cards()).build().expect("engine");
     let strategy = ControlPointBuilder::new()
