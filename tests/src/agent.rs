@@ -300,10 +300,17 @@ impl ScriptedAgent {
 
     /// The agent card for this agent.
     pub fn card(&self) -> Value {
+        self.card_at(&format!("http://{}.test", self.name))
+    }
+
+    /// The agent card with its interface under `base_url` (`<base_url>/a2a/jsonrpc` or
+    /// `<base_url>/a2a/rest`), e.g. for an agent served on loopback.
+    pub fn card_at(&self, base_url: &str) -> Value {
+        let base_url = base_url.trim_end_matches('/');
         let (url, binding) = if self.jsonrpc {
-            (format!("http://{}.test/a2a/jsonrpc", self.name), "JSONRPC")
+            (format!("{base_url}/a2a/jsonrpc"), "JSONRPC")
         } else {
-            (format!("http://{}.test/a2a/rest", self.name), "HTTP+JSON")
+            (format!("{base_url}/a2a/rest"), "HTTP+JSON")
         };
         json!({
             "name": self.name,

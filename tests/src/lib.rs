@@ -5,6 +5,7 @@
 
 pub mod agent;
 pub mod host;
+pub mod loopback;
 pub mod sim;
 
 pub use agent::{AgentReply, AgentRequest, Plan, ScriptedAgent};

@@ -1,0 +1,331 @@
+//! Scripted agents served over real HTTP on 127.0.0.1, for runtime tests.
+//!
+//! One server holds any number of [`ScriptedAgent`]s; each agent lives under its own path prefix
+//! (`http://127.0.0.1:<port>/<name>`), and [`LoopbackServer::cards`] returns cards whose
+//! interface URLs point there. Every request is decoded into an [`AgentRequest`], answered by the
+//! agent's script, and the [`AgentReply`] is played back with its delays: the head after
+//! `delay`, then each chunk as its own HTTP body frame `chunk_gap` apart. The server also records
+//! every request and the highest number of exchanges in flight per agent.
+
+use std::collections::BTreeMap;
+use std::convert::Infallible;
+use std::net::SocketAddr;
+use std::sync::{Arc, Mutex, MutexGuard};
+
+use a2at_core::OpId;
+use a2at_core::a2a::{AgentCard, HttpMethod};
+use a2at_core::io::{Correlation, HttpRequest, OpPurpose};
+use bytes::Bytes;
+use http_body_util::{BodyExt, StreamBody};
+use hyper::body::{Frame, Incoming};
+use hyper::service::service_fn;
+use hyper::{Request, Response};
+use hyper_util::rt::TokioIo;
+use tokio::net::TcpListener;
+use tokio::sync::mpsc;
+use tokio::task::JoinHandle;
+
+use crate::agent::{AgentReply, AgentRequest, ScriptedAgent};
+
+type ReplyBody = StreamBody<futures_stream::Receiver>;
+
+#[derive(Default)]
+struct State {
+    agents: BTreeMap<String, ScriptedAgent>,
+    requests: BTreeMap<String, Vec<AgentRequest>>,
+    in_flight: BTreeMap<String, usize>,
+    max_in_flight: BTreeMap<String, usize>,
+    in_flight_total: usize,
+    max_in_flight_total: usize,
+    total: u64,
+}
+
+/// Counts one exchange in flight for an agent until dropped.
+struct InFlight {
+    state: Arc<Mutex<State>>,
+    agent: String,
+}
+
+impl InFlight {
+    fn enter(state: &Arc<Mutex<State>>, agent: &str) -> InFlight {
+        let mut s = lock(state);
+        let n = s.in_flight.entry(agent.to_owned()).or_default();
+        *n += 1;
+        let now = *n;
+        let max = s.max_in_flight.entry(agent.to_owned()).or_default();
+        *max = (*max).max(now);
+        s.in_flight_total += 1;
+        s.max_in_flight_total = s.max_in_flight_total.max(s.in_flight_total);
+        InFlight {
+            state: state.clone(),
+            agent: agent.to_owned(),
+        }
+    }
+}
+
+impl Drop for InFlight {
+    fn drop(&mut self) {
+        let mut s = lock(&self.state);
+        s.in_flight_total = s.in_flight_total.saturating_sub(1);
+        if let Some(n) = s.in_flight.get_mut(&self.agent) {
+            *n = n.saturating_sub(1);
+        }
+    }
+}
+
+fn lock(state: &Arc<Mutex<State>>) -> MutexGuard<'_, State> {
+    state.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// A loopback HTTP server playing scripted agents. The server stops when dropped.
+pub struct LoopbackServer {
+    addr: SocketAddr,
+    state: Arc<Mutex<State>>,
+    accept: JoinHandle<()>,
+}
+
+impl Drop for LoopbackServer {
+    fn drop(&mut self) {
+        self.accept.abort();
+    }
+}
+
+impl LoopbackServer {
+    /// Binds 127.0.0.1 on a free port and serves `agents` (must be called inside a tokio runtime).
+    pub async fn start(agents: Vec<ScriptedAgent>) -> LoopbackServer {
+        let listener = TcpListener::bind("127.0.0.1:0")
+            .await
+            .expect("bind 127.0.0.1");
+        let addr = listener.local_addr().expect("local address");
+        let state = Arc::new(Mutex::new(State {
+            agents: agents.into_iter().map(|a| (a.name.clone(), a)).collect(),
+            ..State::default()
+        }));
+        let accept_state = state.clone();
+        let accept = tokio::spawn(async move {
+            loop {
+                let Ok((stream, _)) = listener.accept().await else {
+                    continue;
+                };
+                let _ = stream.set_nodelay(true);
+                let state = accept_state.clone();
+                tokio::spawn(async move {
+                    let service = service_fn(move |req| serve(state.clone(), addr, req));
+                    let _ = hyper::server::conn::http1::Builder::new()
+                        .serve_connection(TokioIo::new(stream), service)
+                        .await;
+                });
+            }
+        });
+        LoopbackServer {
+            addr,
+            state,
+            accept,
+        }
+    }
+
+    /// `http://127.0.0.1:<port>`.
+    pub fn base_url(&self) -> String {
+        format!("http://{}", self.addr)
+    }
+
+    /// The cards of every served agent, with interfaces pointing at this server.
+    pub fn cards(&self) -> Vec<AgentCard> {
+        let base = self.base_url();
+        lock(&self.state)
+            .agents
+            .values()
+            .map(|a| {
+                AgentCard::from_json_value(&a.card_at(&format!("{base}/{}", a.name)))
+                    .expect("scripted card parses")
+            })
+            .collect()
+    }
+
+    /// Every request `agent` received, in arrival order.
+    pub fn requests(&self, agent: &str) -> Vec<AgentRequest> {
+        lock(&self.state)
+            .requests
+            .get(agent)
+            .cloned()
+            .unwrap_or_default()
+    }
+
+    /// Requests `agent` received with the given A2A method (e.g. `CancelTask`).
+    pub fn requests_to(&self, agent: &str, method: &str) -> Vec<AgentRequest> {
+        self.requests(agent)
+            .into_iter()
+            .filter(|r| r.method == method)
+            .collect()
+    }
+
+    /// Requests received by all agents together.
+    pub fn total_requests(&self) -> u64 {
+        lock(&self.state).total
+    }
+
+    /// The highest number of exchanges that were in flight at once for `agent`.
+    pub fn max_in_flight(&self, agent: &str) -> usize {
+        lock(&self.state)
+            .max_in_flight
+            .get(agent)
+            .copied()
+            .unwrap_or(0)
+    }
+
+    /// The highest number of exchanges that were in flight at once, all agents together.
+    pub fn max_in_flight_total(&self) -> usize {
+        lock(&self.state).max_in_flight_total
+    }
+
+    /// A snapshot of `agent` (its task table and the tasks it was asked to cancel).
+    pub fn agent(&self, agent: &str) -> ScriptedAgent {
+        lock(&self.state)
+            .agents
+            .get(agent)
+            .cloned()
+            .expect("agent is served")
+    }
+}
+
+async fn serve(
+    state: Arc<Mutex<State>>,
+    addr: SocketAddr,
+    req: Request<Incoming>,
+) -> Result<Response<ReplyBody>, std::io::Error> {
+    let path = req
+        .uri()
+        .path_and_query()
+        .map(|p| p.as_str().to_owned())
+        .unwrap_or_default();
+    let agent = path
+        .trim_start_matches('/')
+        .split('/')
+        .next()
+        .unwrap_or("")
+        .to_owned();
+    let method = if req.method() == hyper::Method::GET {
+        HttpMethod::Get
+    } else {
+        HttpMethod::Post
+    };
+    let headers: Vec<(String, String)> = req
+        .headers()
+        .iter()
+        .map(|(n, v)| {
+            (
+                n.as_str().to_owned(),
+                String::from_utf8_lossy(v.as_bytes()).into_owned(),
+            )
+        })
+        .collect();
+    let body = req
+        .into_body()
+        .collect()
+        .await
+        .map(|b| b.to_bytes().to_vec())
+        .map_err(std::io::Error::other)?;
+    let guard = InFlight::enter(&state, &agent);
+    let reply = {
+        let mut s = lock(&state);
+        s.total += 1;
+        let http = HttpRequest {
+            op: OpId(s.total),
+            agent: agent.clone(),
+            purpose: OpPurpose::Send,
+            method,
+            url: format!("http://{addr}{path}"),
+            headers,
+            body,
+            streaming: false,
+            correlation: Correlation::default(),
+        };
+        let decoded = AgentRequest::decode(&http);
+        s.requests
+            .entry(agent.clone())
+            .or_default()
+            .push(decoded.clone());
+        match s.agents.get_mut(&agent) {
+            Some(a) => a.handle(&decoded),
+            None => AgentReply::Http {
+                delay: std::time::Duration::ZERO,
+                status: 404,
+                headers: vec![],
+                chunks: vec![],
+                chunk_gap: std::time::Duration::ZERO,
+                end: true,
+            },
+        }
+    };
+    match reply {
+        AgentReply::Hang => {
+            let _guard = guard;
+            std::future::pending::<()>().await;
+            unreachable!("pending never resolves")
+        }
+        AgentReply::TransportError { delay, .. } => {
+            tokio::time::sleep(delay).await;
+            drop(guard);
+            // An error from the service makes hyper drop the connection without a response.
+            Err(std::io::Error::other("scripted transport failure"))
+        }
+        AgentReply::Http {
+            delay,
+            status,
+            headers,
+            chunks,
+            chunk_gap,
+            end,
+        } => {
+            tokio::time::sleep(delay).await;
+            let (tx, rx) = mpsc::channel::<Result<Frame<Bytes>, Infallible>>(4);
+            tokio::spawn(async move {
+                for (i, chunk) in chunks.into_iter().enumerate() {
+                    if i > 0 {
+                        tokio::time::sleep(chunk_gap).await;
+                    }
+                    if tx.send(Ok(Frame::data(Bytes::from(chunk)))).await.is_err() {
+                        return;
+                    }
+                }
+                if end {
+                    // Leave the in-flight count before the client can see the end of the body.
+                    drop(guard);
+                    drop(tx);
+                } else {
+                    tx.closed().await;
+                    drop(guard);
+                }
+            });
+            let mut builder = Response::builder().status(status);
+            for (name, value) in headers {
+                builder = builder.header(name, value);
+            }
+            Ok(builder
+                .body(StreamBody::new(futures_stream::Receiver(rx)))
+                .expect("valid scripted response"))
+        }
+    }
+}
+
+/// A minimal `Stream` over an mpsc receiver, so the crate needs no extra stream library.
+mod futures_stream {
+    use std::convert::Infallible;
+    use std::pin::Pin;
+    use std::task::{Context, Poll};
+
+    use bytes::Bytes;
+    use hyper::body::Frame;
+    use tokio::sync::mpsc;
+
+    /// Body frames from the chunk player.
+    pub struct Receiver(pub mpsc::Receiver<Result<Frame<Bytes>, Infallible>>);
+
+    impl futures_core::Stream for Receiver {
+        type Item = Result<Frame<Bytes>, Infallible>;
+
+        fn poll_next(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
+            self.0.poll_recv(cx)
+        }
+    }
+}
