@@ -23,7 +23,11 @@ struct Cli {
 #[derive(Subcommand)]
 enum Command {
     /// Run the bundled workflow against in-process A2A agents and narrate it (the default).
-    Demo,
+    Demo {
+        /// Have the host reject the second proposal, to see a failing run (exit code 1).
+        #[arg(long)]
+        reject: bool,
+    },
     /// Check a workflow file and list every problem found (exit code 1 when there are any).
     Validate {
         /// The workflow JSON (the orchestration-center `{"data": …}` envelope is accepted).
@@ -51,7 +55,8 @@ enum Format {
 fn main() -> ExitCode {
     let cli = Cli::parse();
     match cli.command {
-        None | Some(Command::Demo) => demo::run(),
+        None => demo::run(false),
+        Some(Command::Demo { reject }) => demo::run(reject),
         Some(Command::Validate { workflow }) => validate(&workflow),
         Some(Command::Graph {
             workflow,

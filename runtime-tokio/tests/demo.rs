@@ -71,3 +71,19 @@ fn no_arguments_runs_the_demo() {
     let (code, out, took) = a2at(&[]);
     assert_demo_ran(code, &out, took);
 }
+
+#[test]
+fn a_rejected_proposal_fails_the_run_with_exit_code_1() {
+    let (code, out, _) = a2at(&["demo", "--reject"]);
+    assert_eq!(code, 1, "{out}");
+    for needle in [
+        "negotiation round 1 with tunnel_optimizer: accepted",
+        "negotiation round 2 with tunnel_optimizer: rejected",
+        "task remediate#0 → tunnel_optimizer failed (remote.task_failed",
+        "step remediate failed (workflow.step_failed)",
+        "\nresult: FAILED",
+        "  report     not run",
+    ] {
+        assert!(out.contains(needle), "missing {needle:?} in:\n{out}");
+    }
+}

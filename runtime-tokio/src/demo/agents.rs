@@ -126,14 +126,13 @@ impl AgentSpec {
     }
 }
 
-/// A running agent: its card (interface URLs point at its port). The server stops with the
-/// tokio runtime.
+/// A running agent. The server stops with the tokio runtime.
 #[derive(Debug)]
 pub struct RunningAgent {
     /// The spec it runs.
     pub spec: AgentSpec,
-    /// The card it serves.
-    pub card: Value,
+    /// `http://127.0.0.1:<port>`; the card is at `<base>/.well-known/agent-card.json`.
+    pub base: String,
 }
 
 /// Binds 127.0.0.1 on a free port and serves `spec` until the runtime shuts down.
@@ -141,10 +140,9 @@ pub async fn start(spec: AgentSpec) -> std::io::Result<RunningAgent> {
     let listener = TcpListener::bind("127.0.0.1:0").await?;
     let port = listener.local_addr()?.port();
     let base = format!("http://127.0.0.1:{port}");
-    let card = spec.card(&base);
     let agent = Arc::new(Agent {
         spec: spec.clone(),
-        card: card.clone(),
+        card: spec.card(&base),
         state: Mutex::new(State {
             prefix: u32::from(port),
             ..State::default()
@@ -164,7 +162,7 @@ pub async fn start(spec: AgentSpec) -> std::io::Result<RunningAgent> {
             });
         }
     });
-    Ok(RunningAgent { spec, card })
+    Ok(RunningAgent { spec, base })
 }
 
 type Body = UnsyncBoxBody<Bytes, Infallible>;

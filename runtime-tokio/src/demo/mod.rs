@@ -23,15 +23,29 @@ use a2at_core::host::{
 use a2at_core::result::{ExecutionResult, StepStatus};
 use a2at_core::workflow::parse_and_validate;
 use a2at_tokio::{BuiltControlPoint, ControlPointBuilder, Engine, EventEnvelope};
+use bytes::Bytes;
+use http_body_util::{BodyExt, Empty};
+use hyper_util::client::legacy::Client;
+use hyper_util::client::legacy::connect::HttpConnector;
+use hyper_util::rt::TokioExecutor;
 use serde_json::{Value, json};
 
 use agents::{AgentSpec, Behaviour, RunningAgent, Wire};
 
+/// `println!` that ignores a closed stdout (e.g. `a2at demo | head`) instead of panicking.
+macro_rules! say {
+    ($($arg:tt)*) => {{
+        use std::io::Write as _;
+        let _ = writeln!(std::io::stdout(), $($arg)*);
+    }};
+}
+
 /// The bundled workflow: fan-out, a SELF_LOOP aggregation, conditional routes, a negotiation.
 const WORKFLOW: &str = include_str!("workflow.json");
 
-/// Runs the demo; exit code 0 when the workflow succeeded, 1 otherwise.
-pub fn run() -> ExitCode {
+/// Runs the demo; exit code 0 when the workflow succeeded, 1 otherwise. With `reject`, the host
+/// rejects the second proposal, so the run fails (exit code 1).
+pub fn run(reject: bool) -> ExitCode {
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
@@ -43,7 +57,7 @@ pub fn run() -> ExitCode {
             return ExitCode::from(1);
         }
     };
-    let outcome = runtime.block_on(demo());
+    let outcome = runtime.block_on(demo(reject));
     // The agents' servers stop with the runtime.
     runtime.shutdown_timeout(Duration::from_millis(100));
     match outcome {
@@ -112,7 +126,7 @@ fn specs() -> Vec<AgentSpec> {
     ]
 }
 
-async fn demo() -> Result<bool, String> {
+async fn demo(reject: bool) -> Result<bool, String> {
     let started = Instant::now();
     let mut running: Vec<RunningAgent> = Vec::new();
     for spec in specs() {
@@ -121,46 +135,48 @@ async fn demo() -> Result<bool, String> {
             .map_err(|e| format!("cannot start a demo agent: {e}"))?;
         running.push(agent);
     }
-    println!(
-        "a2at demo: {} A2A agents serving on 127.0.0.1 (in-process, real HTTP)",
+    say!(
+        "a2at demo: {} A2A agents serving on 127.0.0.1 (in-process, real HTTP); cards discovered \
+         at /.well-known/agent-card.json",
         running.len()
     );
+    let client = Client::builder(TokioExecutor::new()).build_http::<Empty<Bytes>>();
     let mut cards = Vec::new();
     for a in &running {
-        let interface = &a.card["supportedInterfaces"][0];
-        let mut traits = vec![if matches!(a.spec.behaviour, Behaviour::Stream { .. }) {
+        let card = fetch_card(&client, &a.base).await?;
+        let interface = &card["supportedInterfaces"][0];
+        let mut traits = vec![if card["capabilities"]["streaming"] == json!(true) {
             "SSE streaming"
         } else {
             "blocking"
         }];
-        if a.spec.task_t {
-            traits.push("Task-T");
+        for e in card["capabilities"]["extensions"]
+            .as_array()
+            .into_iter()
+            .flatten()
+        {
+            traits.extend(e["description"].as_str());
         }
-        if matches!(a.spec.behaviour, Behaviour::Negotiate { .. }) {
-            traits.push("Negotiation-T");
-        }
-        println!(
+        say!(
             "  {:<17} {:<10} {}  ({})",
             a.spec.name,
             interface["protocolBinding"].as_str().unwrap_or("?"),
             interface["url"].as_str().unwrap_or("?"),
             traits.join(", ")
         );
-        cards.push(
-            AgentCard::from_json_value(&a.card).map_err(|e| format!("demo card invalid: {e}"))?,
-        );
+        cards.push(AgentCard::from_json_value(&card).map_err(|e| format!("demo card: {e}"))?);
     }
 
     let workflow = parse_and_validate(WORKFLOW).map_err(|e| format!("bundled workflow: {e}"))?;
-    println!(
+    say!(
         "workflow: {} ({} steps)\n",
         workflow.workflow().name,
         workflow.len()
     );
-    let task_t_agents: Vec<&'static str> = running
+    let task_t_agents: Vec<String> = cards
         .iter()
-        .filter(|a| a.spec.task_t)
-        .map(|a| a.spec.name)
+        .filter(|c| c.declares_extension(TASK_T_URI))
+        .map(|c| c.name.clone())
         .collect();
     let engine = Engine::builder(cards)
         .task_budget(Duration::from_secs(10))
@@ -171,7 +187,7 @@ async fn demo() -> Result<bool, String> {
     let t0 = Instant::now();
     let narrator = Arc::new(Mutex::new(Narrator::default()));
     let result = engine
-        .run(workflow, Arc::new(host(task_t_agents)))
+        .run(workflow, Arc::new(host(task_t_agents, reject)))
         .event_sink(move |e| {
             let mut n = narrator.lock().unwrap_or_else(|e| e.into_inner());
             n.print(t0.elapsed(), e);
@@ -183,11 +199,28 @@ async fn demo() -> Result<bool, String> {
     Ok(result.success)
 }
 
-/// The scripted host: content, local steps, routes and consent.
-fn host(task_t_agents: Vec<&'static str>) -> BuiltControlPoint {
+/// GETs an agent's card (a2a-wire §6).
+async fn fetch_card(
+    client: &Client<HttpConnector, Empty<Bytes>>,
+    base: &str,
+) -> Result<Value, String> {
+    let url = format!("{base}/.well-known/agent-card.json");
+    let uri: hyper::Uri = url.parse().map_err(|e| format!("{url}: {e}"))?;
+    let response = client.get(uri).await.map_err(|e| format!("{url}: {e}"))?;
+    let body = response
+        .into_body()
+        .collect()
+        .await
+        .map_err(|e| format!("{url}: {e}"))?
+        .to_bytes();
+    serde_json::from_slice(&body).map_err(|e| format!("{url}: {e}"))
+}
+
+/// The scripted host: content, local steps, routes and consent (`reject`: refuse round 2).
+fn host(task_t_agents: Vec<String>, reject: bool) -> BuiltControlPoint {
     ControlPointBuilder::new()
         .on_task(move |req: TaskRequest| {
-            let task_t = task_t_agents.contains(&req.agent_name.as_str());
+            let task_t = task_t_agents.contains(&req.agent_name);
             async move { Ok(task_content(&req, task_t)) }
         })
         .on_self_task(|req: TaskRequest| async move { Ok(self_task(&req)) })
@@ -214,13 +247,22 @@ fn host(task_t_agents: Vec<&'static str>) -> BuiltControlPoint {
                 RouteDecision::deny(reason)
             })
         })
-        .on_negotiation(|req| async move {
+        .on_negotiation(move |req| async move {
             let round = req.context().map(|c| c.round).unwrap_or(0);
-            let text = format!(
-                "## Conclusion\nAccept\n## Details\n- approved by the demo host in round {round}"
-            );
+            let (performative, text) = if reject && round == 2 {
+                (
+                    Performative::Reject,
+                    "## Conclusion\nReject\n## Reason\n- 8 Mbps is below the contracted 10 Mbps"
+                        .to_owned(),
+                )
+            } else {
+                (
+                    Performative::Accept,
+                    format!("## Conclusion\nAccept\n## Details\n- approved by the demo host in round {round}"),
+                )
+            };
             let content = req
-                .reply(Performative::Accept, &text)
+                .reply(performative, &text)
                 .map_err(|e| HostError::business("demo.negotiation", e.to_string()))?;
             Ok(NegotiationReply::Send { content })
         })
@@ -416,7 +458,7 @@ impl Narrator {
             ),
             _ => return,
         };
-        println!("[{:>5}ms] {line}", at.as_millis());
+        say!("[{:>5}ms] {line}", at.as_millis());
     }
 
     fn is_self_loop(&self, step: &str) -> bool {
@@ -438,18 +480,18 @@ fn message_text(message: &Value) -> String {
 }
 
 fn summary(result: &ExecutionResult, run: Duration, total: Duration, engine: &Engine) {
-    println!();
+    say!();
     if result.success {
-        println!("result: success");
+        say!("result: success");
     } else {
         let e = result.error.as_ref();
-        println!(
+        say!(
             "result: FAILED — {} ({})",
             e.map_or("no error", |e| e.message.as_str()),
             e.map_or("?", |e| e.code.as_str())
         );
     }
-    println!("steps:");
+    say!("steps:");
     for step in &result.steps {
         let status = match step.status {
             StepStatus::NotRun => "not run",
@@ -464,11 +506,17 @@ fn summary(result: &ExecutionResult, run: Duration, total: Duration, engine: &En
             .filter(|t| t.step_name == step.name)
             .map(|t| format!("{} {}", t.agent_name, t.status.as_str()))
             .collect();
-        println!("  {:<10} {:<26} {}", step.name, status, tasks.join(", "));
+        say!("  {:<10} {:<26} {}", step.name, status, tasks.join(", "));
     }
-    println!("outputs:");
+    say!("outputs:");
     for t in &result.history {
-        let text: Vec<String> = t.outputs.iter().map(short).collect();
+        let mut text: Vec<String> = t.outputs.iter().map(short).collect();
+        if let Some(code) = &t.error_code {
+            text.push(format!(
+                "error {code}: {}",
+                t.error.as_deref().unwrap_or("")
+            ));
+        }
         let mut lines = text
             .join(" | ")
             .lines()
@@ -477,12 +525,12 @@ fn summary(result: &ExecutionResult, run: Duration, total: Duration, engine: &En
         if lines.is_empty() {
             lines.push(String::new());
         }
-        println!("  {:<10} {:<17} {}", t.step_name, t.agent_name, lines[0]);
+        say!("  {:<10} {:<17} {}", t.step_name, t.agent_name, lines[0]);
         for line in &lines[1..] {
-            println!("  {:<10} {:<17} {line}", "", "");
+            say!("  {:<10} {:<17} {line}", "", "");
         }
     }
-    println!(
+    say!(
         "time: run {} ms, total {} ms (agents included); {} HTTP requests",
         run.as_millis(),
         total.as_millis(),
