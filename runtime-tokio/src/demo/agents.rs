@@ -546,12 +546,17 @@ fn frame(wire: Wire, rpc_id: Option<Value>, answer: Answer) -> Response<Body> {
             let info = json!({"@type": "type.googleapis.com/google.rpc.ErrorInfo",
                               "reason": reason, "domain": "a2a-protocol.org", "metadata": {}});
             match (wire, rpc_id) {
-                // JSON-RPC errors travel with HTTP 200.
-                (Wire::JsonRpc, Some(id)) => json_response(
-                    StatusCode::OK,
-                    &json!({"jsonrpc": "2.0", "id": id,
-                            "error": {"code": code, "message": message, "data": [info]}}),
-                ),
+                // JSON-RPC errors travel with HTTP 200; A2A errors carry the ErrorInfo in `data`.
+                (Wire::JsonRpc, Some(id)) => {
+                    let mut error = json!({"code": code, "message": message});
+                    if code != -32601 {
+                        error["data"] = json!([info]);
+                    }
+                    json_response(
+                        StatusCode::OK,
+                        &json!({"jsonrpc": "2.0", "id": id, "error": error}),
+                    )
+                }
                 _ => json_response(
                     http_status,
                     &json!({"error": {"code": http_status.as_u16(),

@@ -173,11 +173,14 @@ async fn demo(reject: bool) -> Result<bool, String> {
         workflow.workflow().name,
         workflow.len()
     );
-    let task_t_agents: Vec<String> = cards
-        .iter()
-        .filter(|c| c.declares_extension(TASK_T_URI))
-        .map(|c| c.name.clone())
-        .collect();
+    let declared = |uri: &str| -> Vec<String> {
+        cards
+            .iter()
+            .filter(|c| c.declares_extension(uri))
+            .map(|c| c.name.clone())
+            .collect()
+    };
+    let host = host(declared(TASK_T_URI), declared(NEGOTIATION_T_URI), reject);
     let engine = Engine::builder(cards)
         .task_budget(Duration::from_secs(10))
         .callback_budget(Duration::from_secs(5))
@@ -187,7 +190,7 @@ async fn demo(reject: bool) -> Result<bool, String> {
     let t0 = Instant::now();
     let narrator = Arc::new(Mutex::new(Narrator::default()));
     let result = engine
-        .run(workflow, Arc::new(host(task_t_agents, reject)))
+        .run(workflow, Arc::new(host))
         .event_sink(move |e| {
             let mut n = narrator.lock().unwrap_or_else(|e| e.into_inner());
             n.print(t0.elapsed(), e);
@@ -217,11 +220,16 @@ async fn fetch_card(
 }
 
 /// The scripted host: content, local steps, routes and consent (`reject`: refuse round 2).
-fn host(task_t_agents: Vec<String>, reject: bool) -> BuiltControlPoint {
+/// `task_t` and `negotiation_t` name the agents whose cards declare those extensions.
+fn host(task_t: Vec<String>, negotiation_t: Vec<String>, reject: bool) -> BuiltControlPoint {
     ControlPointBuilder::new()
         .on_task(move |req: TaskRequest| {
-            let task_t = task_t_agents.contains(&req.agent_name);
-            async move { Ok(task_content(&req, task_t)) }
+            let content = task_content(
+                &req,
+                task_t.contains(&req.agent_name),
+                negotiation_t.contains(&req.agent_name),
+            );
+            async move { Ok(content) }
         })
         .on_self_task(|req: TaskRequest| async move { Ok(self_task(&req)) })
         .on_route(|req| async move {
@@ -270,8 +278,8 @@ fn host(task_t_agents: Vec<String>, reject: bool) -> BuiltControlPoint {
 }
 
 /// Task content: plain text, plus Task-T (metadata key + template + activation) for agents that
-/// declare it; the tunnel optimiser's task also activates Negotiation-T so it may ask for consent.
-fn task_content(req: &TaskRequest, task_t: bool) -> MessageContent {
+/// declare it; activating Negotiation-T allows the agent to ask for consent (a2a-wire §8.4).
+fn task_content(req: &TaskRequest, task_t: bool, negotiation_t: bool) -> MessageContent {
     let mut content = MessageContent::text(req.instruction.clone());
     if task_t {
         let prompt = format!(
@@ -286,7 +294,7 @@ fn task_content(req: &TaskRequest, task_t: bool) -> MessageContent {
                 json!("Task-T/network-layer/private-line-complaint/v1"),
             );
     }
-    if req.agent_name == "tunnel_optimizer" {
+    if negotiation_t {
         content = content.with_extension(NEGOTIATION_T_URI);
     }
     content
