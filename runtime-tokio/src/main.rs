@@ -1,5 +1,7 @@
-//! The `a2at` command-line tool: check a workflow, draw it, and (once the runtime lands) run it.
+//! The `a2at` command-line tool: check a workflow, draw it, and run the bundled demo.
 #![forbid(unsafe_code)]
+
+mod demo;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -20,6 +22,12 @@ struct Cli {
 
 #[derive(Subcommand)]
 enum Command {
+    /// Run the bundled workflow against in-process A2A agents and narrate it (the default).
+    Demo {
+        /// Have the host reject the second proposal, to see a failing run (exit code 1).
+        #[arg(long)]
+        reject: bool,
+    },
     /// Check a workflow file and list every problem found (exit code 1 when there are any).
     Validate {
         /// The workflow JSON (the orchestration-center `{"data": …}` envelope is accepted).
@@ -47,12 +55,8 @@ enum Format {
 fn main() -> ExitCode {
     let cli = Cli::parse();
     match cli.command {
-        None => {
-            eprintln!(
-                "a2at: the demo needs the runtime, which is not built yet; try `a2at validate` or `a2at graph`"
-            );
-            ExitCode::from(2)
-        }
+        None => demo::run(false),
+        Some(Command::Demo { reject }) => demo::run(reject),
         Some(Command::Validate { workflow }) => validate(&workflow),
         Some(Command::Graph {
             workflow,
