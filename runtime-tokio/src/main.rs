@@ -2,6 +2,8 @@
 #![forbid(unsafe_code)]
 
 mod demo;
+mod progress;
+mod run_cmd;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -44,6 +46,39 @@ enum Command {
         #[arg(long)]
         result: Option<PathBuf>,
     },
+    /// Run a workflow against real agents, answering the host's decisions from a policy file.
+    Run {
+        /// The workflow JSON.
+        #[arg(long)]
+        workflow: PathBuf,
+        /// An AgentCard JSON file (one card or an array), or a directory of them.
+        #[arg(long)]
+        cards: PathBuf,
+        /// The declarative host policy (see the README, "Running a workflow from the command line").
+        #[arg(long)]
+        host: PathBuf,
+        /// The runtime intent passed to every task request.
+        #[arg(long)]
+        input: Option<String>,
+        /// Also write every event as a JSON line to this file.
+        #[arg(long)]
+        events: Option<PathBuf>,
+        /// Write the `ExecutionResult` as JSON to this file (usable with `a2at graph --result`).
+        #[arg(long)]
+        result: Option<PathBuf>,
+        /// Prefer this binding when an agent offers several.
+        #[arg(long, value_enum)]
+        binding: Option<BindingArg>,
+        /// Budget of each task activation in seconds (default 600).
+        #[arg(long)]
+        task_budget_secs: Option<u64>,
+    },
+}
+
+#[derive(Clone, Copy, ValueEnum)]
+enum BindingArg {
+    Jsonrpc,
+    Rest,
 }
 
 #[derive(Clone, Copy, ValueEnum)]
@@ -63,6 +98,28 @@ fn main() -> ExitCode {
             format,
             result,
         }) => graph(&workflow, format, result.as_deref()),
+        Some(Command::Run {
+            workflow,
+            cards,
+            host,
+            input,
+            events,
+            result,
+            binding,
+            task_budget_secs,
+        }) => run_cmd::run(run_cmd::RunOptions {
+            workflow,
+            cards,
+            host,
+            input,
+            events,
+            result,
+            binding: binding.map(|b| match b {
+                BindingArg::Jsonrpc => a2at_core::a2a::Binding::JsonRpc,
+                BindingArg::Rest => a2at_core::a2a::Binding::HttpJson,
+            }),
+            task_budget: task_budget_secs.map(std::time::Duration::from_secs),
+        }),
     }
 }
 

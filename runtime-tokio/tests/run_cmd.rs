@@ -1,0 +1,182 @@
+//! `a2at run` against scripted agents on loopback, driven by a host policy file.
+
+use std::path::PathBuf;
+use std::process::Command;
+
+use a2at_tests::agent::Negotiation;
+use a2at_tests::loopback::LoopbackServer;
+use a2at_tests::{Plan, ScriptedAgent};
+use serde_json::{Value, json};
+
+fn scratch(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("a2at-run-{}-{name}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+fn write(dir: &std::path::Path, name: &str, value: &Value) -> PathBuf {
+    let p = dir.join(name);
+    std::fs::write(&p, serde_json::to_string_pretty(value).unwrap()).unwrap();
+    p
+}
+
+const NEG_T: &str =
+    "https://projects.tmforum.org/a2aproject/telecommunication/extensions/Negotiation-T/v1";
+
+fn workflow() -> Value {
+    json!({"name": "cli", "steps": [
+        {"name": "ask", "subtasks": [{"agent": "alpha", "description": "diagnose"}, {"agent": "neg", "description": "agree"}],
+         "next": [{"step": "sum"}]},
+        {"name": "sum", "step_type": "SELF_LOOP", "subtasks": [{"agent": "me", "description": "sum up"}],
+         "next": [{"step": "fix", "condition": "fault"}, {"step": "skip", "condition": "no fault"}]},
+        {"name": "fix", "subtasks": [{"agent": "alpha", "description": "fix it"}]},
+        {"name": "skip", "subtasks": [{"agent": "alpha", "description": "nothing"}]}
+    ]})
+}
+
+fn policy() -> Value {
+    json!({
+        "content": {
+            "default": {"parts": [{"text": "{description} ({step}/{agent})"}], "metadata": {"ticket": "T-{step}"}},
+            "agents": {"neg": {"parts": [{"text": "{description}"}], "extensions": [NEG_T]}}
+        },
+        "routes": {"sum -> fix": {"allow": true, "reason": "fault confirmed"}, "sum -> skip": false},
+        "self_tasks": {"sum": {"outputs": ["upstream {upstream}"]}},
+        "negotiation": {"agents": {"neg": {"reply": "accept", "text": "Accept: {description}"}}}
+    })
+}
+
+fn run_cli(args: &[String]) -> (i32, String, String) {
+    let out = Command::new(env!("CARGO_BIN_EXE_a2at"))
+        .args(args)
+        .output()
+        .expect("a2at runs");
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_policy_file_drives_content_routes_self_tasks_and_negotiation() {
+    let server = LoopbackServer::start(vec![
+        ScriptedAgent::new("alpha").rest(),
+        ScriptedAgent::new("neg").by_default(Plan::Negotiate(Negotiation::rounds(2, 3))),
+    ])
+    .await;
+    let dir = scratch("ok");
+    let cards: Vec<Value> = server.cards().iter().map(|c| c.to_json()).collect();
+    let args: Vec<String> = vec![
+        "run".into(),
+        "--workflow".into(),
+        write(&dir, "wf.json", &workflow()).display().to_string(),
+        "--cards".into(),
+        write(&dir, "cards.json", &Value::Array(cards))
+            .display()
+            .to_string(),
+        "--host".into(),
+        write(&dir, "host.json", &policy()).display().to_string(),
+        "--events".into(),
+        dir.join("events.jsonl").display().to_string(),
+        "--result".into(),
+        dir.join("result.json").display().to_string(),
+    ];
+    let (code, out, err) = tokio::task::spawn_blocking(move || run_cli(&args))
+        .await
+        .unwrap();
+    assert_eq!(code, 0, "stdout:\n{out}\nstderr:\n{err}");
+    assert!(out.contains("result: success"), "{out}");
+    assert!(
+        out.contains("negotiation round 2 with neg: accepted"),
+        "{out}"
+    );
+    let result: Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("result.json")).unwrap()).unwrap();
+    assert_eq!(
+        result["step_outputs"]["ask"]["diagnose"],
+        json!(["done: diagnose (ask/alpha)"])
+    );
+    let sum = result["step_outputs"]["sum"]["sum up"][0]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    assert!(sum.starts_with("upstream {\"ask\":"), "{sum}");
+    let statuses: Vec<(String, String)> = result["steps"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| {
+            (
+                s["name"].as_str().unwrap().to_owned(),
+                s["status"].as_str().unwrap().to_owned(),
+            )
+        })
+        .collect();
+    assert!(statuses.contains(&("skip".into(), "skipped".into())));
+    assert!(statuses.contains(&("fix".into(), "succeeded".into())));
+    let events = std::fs::read_to_string(dir.join("events.jsonl")).unwrap();
+    let types: Vec<String> = events
+        .lines()
+        .map(|l| {
+            serde_json::from_str::<Value>(l).unwrap()["type"]
+                .as_str()
+                .unwrap()
+                .to_owned()
+        })
+        .collect();
+    assert_eq!(types.first().map(String::as_str), Some("start"));
+    assert_eq!(types.last().map(String::as_str), Some("close"));
+    let sent = server.requests_to("alpha", "SendMessage");
+    assert_eq!(sent[0].message().unwrap()["metadata"]["ticket"], "T-ask");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_decision_the_policy_does_not_cover_fails_explicitly() {
+    let server = LoopbackServer::start(vec![
+        ScriptedAgent::new("alpha").rest(),
+        ScriptedAgent::new("neg"),
+    ])
+    .await;
+    let dir = scratch("missing");
+    let mut p = policy();
+    p["routes"] = json!({"sum -> skip": false});
+    let cards: Vec<Value> = server.cards().iter().map(|c| c.to_json()).collect();
+    let args: Vec<String> = vec![
+        "run".into(),
+        "--workflow".into(),
+        write(&dir, "wf.json", &workflow()).display().to_string(),
+        "--cards".into(),
+        write(&dir, "cards.json", &Value::Array(cards))
+            .display()
+            .to_string(),
+        "--host".into(),
+        write(&dir, "host.json", &p).display().to_string(),
+    ];
+    let (code, out, _) = tokio::task::spawn_blocking(move || run_cli(&args))
+        .await
+        .unwrap();
+    assert_eq!(code, 1, "{out}");
+    assert!(out.contains("workflow.route_failed"), "{out}");
+    assert!(out.contains("sum -> fix"), "{out}");
+}
+
+#[test]
+fn an_unknown_key_in_the_policy_is_a_usage_error() {
+    let dir = scratch("bad");
+    let args: Vec<String> = vec![
+        "run".into(),
+        "--workflow".into(),
+        write(&dir, "wf.json", &workflow()).display().to_string(),
+        "--cards".into(),
+        write(&dir, "cards.json", &json!([])).display().to_string(),
+        "--host".into(),
+        write(&dir, "host.json", &json!({"rutes": {}}))
+            .display()
+            .to_string(),
+    ];
+    let (code, _, err) = run_cli(&args);
+    assert_eq!(code, 2);
+    assert!(err.contains("rutes"), "{err}");
+}
