@@ -8,7 +8,7 @@ use serde_json::Value;
 use crate::a2a::ResponseDecoder;
 use crate::event::{Event, EventType};
 use crate::ids::{CallId, IdGenerator, OpId, StepId, TaskKey};
-use crate::io::{OpPurpose, Output};
+use crate::io::{Correlation, OpPurpose, Output};
 use crate::time::Timestamp;
 
 /// Everything a machine can wait for. Ties at one instant fire in this enum's order, then by
@@ -42,6 +42,13 @@ pub(crate) struct OpEntry {
     pub owner: TaskKey,
     pub purpose: OpPurpose,
     pub decoder: ResponseDecoder,
+    /// The agent addressed (for a cleanup `CancelTask` after the owner is gone).
+    pub agent: String,
+    /// Log correlation of the owner, reused by cleanup exchanges.
+    pub correlation: Correlation,
+    /// The owner gave up on this send before learning the remote task id: the exchange is only
+    /// read to find a task to cancel (TO-3, a task id that arrives after the timeout).
+    pub orphan: bool,
 }
 
 /// Shared mutable state of one run, split from the step table so both can be borrowed at once.

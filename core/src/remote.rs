@@ -367,36 +367,16 @@ impl Invocation {
         extensions: &[String],
         env: &mut Env<'_>,
     ) -> Option<OpId> {
-        let agent = self.agent(env)?;
-        let rpc_id = env.ctx.ids.next_uuid();
-        let encoded = encode_call(&agent.endpoint, call, &rpc_id, extensions);
-        let decoder = ResponseDecoder::new(
-            agent.endpoint.binding,
-            call.kind(),
-            &rpc_id,
-            env.config.decode_limits,
-        );
-        let op = env.ctx.new_op();
-        env.ctx.ops.insert(
-            op,
-            OpEntry {
-                owner: self.key,
-                purpose,
-                decoder,
-            },
-        );
-        env.ctx.push(Output::Transmit(HttpRequest {
-            op,
-            agent: self.request.agent_name.clone(),
+        let correlation = self.correlation(env);
+        open_exchange(
+            env,
+            self.key,
+            &self.request.agent_name,
+            correlation,
+            call,
             purpose,
-            method: encoded.method,
-            url: encoded.url,
-            headers: encoded.headers,
-            body: encoded.body,
-            streaming: call.kind().is_streaming(),
-            correlation: self.correlation(env),
-        }));
-        Some(op)
+            extensions,
+        )
     }
 
     fn correlation(&self, env: &Env<'_>) -> Correlation {
@@ -903,7 +883,24 @@ impl Invocation {
     fn finish(&mut self, env: &mut Env<'_>) {
         match std::mem::replace(&mut self.phase, Phase::Done) {
             Phase::Composing(call) | Phase::Negotiating { call, .. } => env.ctx.abandon_call(call),
-            Phase::Exchanging(op) => env.ctx.abort_op(op),
+            Phase::Exchanging(op) => {
+                let orphan =
+                    self.remote_task_id.is_none()
+                        && env.ctx.ops.get(&op).is_some_and(|e| {
+                            matches!(e.purpose, OpPurpose::Send | OpPurpose::Reply)
+                        });
+                if orphan {
+                    // The agent may still create a task for this send: keep reading, so a task id
+                    // that arrives late is cancelled instead of left running (TO-3).
+                    if let Some(entry) = env.ctx.ops.get_mut(&op) {
+                        entry.orphan = true;
+                    }
+                    let at = env.ctx.now.saturating_add(env.config.cancel_budget);
+                    env.ctx.set_timer(TimerKey::Cleanup(op), at);
+                } else {
+                    env.ctx.abort_op(op);
+                }
+            }
             Phase::Waiting | Phase::Done => {}
         }
         env.ctx.clear_timer(TimerKey::TaskDeadline(self.key));
@@ -921,6 +918,52 @@ impl Invocation {
             env.ctx.set_timer(TimerKey::Cleanup(op), at);
         }
     }
+}
+
+/// Encodes `call` for `agent`'s endpoint, registers its decoder under `owner` and asks the driver
+/// to transmit it. `None` when the agent has no card.
+pub(crate) fn open_exchange(
+    env: &mut Env<'_>,
+    owner: TaskKey,
+    agent_name: &str,
+    correlation: Correlation,
+    call: &A2aCall<'_>,
+    purpose: OpPurpose,
+    extensions: &[String],
+) -> Option<OpId> {
+    let agent = env.agents.get(agent_name)?;
+    let rpc_id = env.ctx.ids.next_uuid();
+    let encoded = encode_call(&agent.endpoint, call, &rpc_id, extensions);
+    let decoder = ResponseDecoder::new(
+        agent.endpoint.binding,
+        call.kind(),
+        &rpc_id,
+        env.config.decode_limits,
+    );
+    let op = env.ctx.new_op();
+    env.ctx.ops.insert(
+        op,
+        OpEntry {
+            owner,
+            purpose,
+            decoder,
+            agent: agent_name.to_owned(),
+            correlation: correlation.clone(),
+            orphan: false,
+        },
+    );
+    env.ctx.push(Output::Transmit(HttpRequest {
+        op,
+        agent: agent_name.to_owned(),
+        purpose,
+        method: encoded.method,
+        url: encoded.url,
+        headers: encoded.headers,
+        body: encoded.body,
+        streaming: call.kind().is_streaming(),
+        correlation,
+    }));
+    Some(op)
 }
 
 fn host_failure(e: HostError) -> Failure {

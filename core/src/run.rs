@@ -29,7 +29,7 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 
-use crate::a2a::{DecodeLimits, ResponseItem};
+use crate::a2a::{A2aCall, DecodeLimits, ResponseItem, StreamResponse};
 use crate::agents::AgentDirectory;
 use crate::event::EventType;
 use crate::host::{
@@ -39,7 +39,7 @@ use crate::host::{
 use crate::ids::{CallId, IdGenerator, OpId, StepId, TaskKey, name_based_uuid};
 use crate::io::{ApiMisuse, Input, OpPurpose, Output};
 use crate::machine::{CallOwner, Ctx, TimerKey};
-use crate::remote::{Env, Invocation};
+use crate::remote::{Env, Invocation, open_exchange};
 use crate::result::{ExecutionResult, RunError, StepReport, StepStatus};
 use crate::time::Timestamp;
 use crate::workflow::{ContextSources, EdgeTarget, StepType, ValidatedWorkflow};
@@ -285,6 +285,7 @@ impl Run {
                     }
                     // The exchange is over whoever owned it; nothing is left to abort.
                     self.ctx.ops.remove(&op);
+                    self.ctx.clear_timer(TimerKey::Cleanup(op));
                 }
             }
             Input::Cancel => self.cancel(),
@@ -1032,6 +1033,10 @@ impl Run {
             return;
         };
         let owner = entry.owner;
+        if entry.orphan {
+            self.on_orphan_items(op, &items);
+            return;
+        }
         if entry.purpose == OpPurpose::Cancel {
             // Cleanup exchanges only need to end; their answer changes nothing.
             if items.iter().any(|i| !matches!(i, ResponseItem::Event(_))) {
@@ -1052,6 +1057,53 @@ impl Run {
                 }
             }
             _ => self.ctx.abort_op(op),
+        }
+    }
+
+    /// A send its invocation gave up on: the first sign of a remote task that is not final gets
+    /// that task cancelled; the exchange is then closed.
+    fn on_orphan_items(&mut self, op: OpId, items: &[ResponseItem]) {
+        for item in items {
+            let ResponseItem::Event(event) = item else {
+                self.ctx.ops.remove(&op);
+                self.ctx.clear_timer(TimerKey::Cleanup(op));
+                return;
+            };
+            let (task_id, state) = match event {
+                StreamResponse::Task(t) => (t.id.clone(), Some(t.status.state)),
+                StreamResponse::StatusUpdate(u) => (u.task_id.clone(), Some(u.status.state)),
+                StreamResponse::ArtifactUpdate(u) => (u.task_id.clone(), None),
+                StreamResponse::Message(_) => continue,
+            };
+            let Some(entry) = self.ctx.ops.get(&op) else {
+                return;
+            };
+            let (owner, agent) = (entry.owner, entry.agent.clone());
+            let mut correlation = entry.correlation.clone();
+            self.ctx.abort_op(op);
+            if state.is_some_and(|s| s.is_terminal()) || task_id.trim().is_empty() {
+                return;
+            }
+            correlation.remote_task_id = Some(task_id.clone());
+            let mut env = Env {
+                ctx: &mut self.ctx,
+                agents: &self.agents,
+                config: &self.config,
+            };
+            let call = A2aCall::CancelTask { task_id: &task_id };
+            if let Some(cancel) = open_exchange(
+                &mut env,
+                owner,
+                &agent,
+                correlation,
+                &call,
+                OpPurpose::Cancel,
+                &[],
+            ) {
+                let at = self.ctx.now.saturating_add(self.config.cancel_budget);
+                self.ctx.set_timer(TimerKey::Cleanup(cancel), at);
+            }
+            return;
         }
     }
 

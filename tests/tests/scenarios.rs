@@ -881,3 +881,57 @@ fn a_reply_of_the_wrong_kind_is_a_misuse_that_leaves_the_run_unchanged() {
     assert!(run.is_finished());
     assert!(run.result().unwrap().success);
 }
+
+#[test]
+fn a_task_created_after_the_budget_expired_is_still_cancelled() {
+    // The send is in flight when the budget expires; the agent answers later with a task. The
+    // engine keeps reading that one answer and cancels the orphaned task (TO-3).
+    for agent in [
+        ScriptedAgent::new("late"),
+        ScriptedAgent::new("late").streaming().rest(),
+    ] {
+        let agent = agent.by_default(Plan::Delayed(
+            Duration::from_secs(2),
+            Box::new(Plan::States(vec!["TASK_STATE_WORKING"])),
+        ));
+        let wf =
+            json!({"steps": [{"name": "s", "subtasks": [{"agent": "late", "description": "x"}]}]});
+        let config = RunConfig {
+            task_budget: Duration::from_secs(1),
+            cancel_budget: Duration::from_secs(5),
+            ..RunConfig::default()
+        };
+        let out = run_with(wf, vec![agent], ScriptedHost::default(), config);
+        assert_eq!(
+            out.result().history[0].error_code.as_deref(),
+            Some(codes::TIMEOUT)
+        );
+        assert_eq!(out.requests_to("late", "CancelTask").len(), 1);
+        assert!(out.agents["late"].open_tasks().is_empty());
+    }
+}
+
+#[test]
+fn an_orphaned_send_that_never_answers_is_dropped_at_the_cleanup_budget() {
+    let agent = ScriptedAgent::new("mute").by_default(Plan::Hang);
+    let wf = json!({"steps": [{"name": "s", "subtasks": [{"agent": "mute", "description": "x"}]}]});
+    let config = RunConfig {
+        task_budget: Duration::from_secs(1),
+        cancel_budget: Duration::from_secs(2),
+        ..RunConfig::default()
+    };
+    let out = run_with(wf, vec![agent], ScriptedHost::default(), config);
+    assert_eq!(
+        out.result().history[0].error_code.as_deref(),
+        Some(codes::TIMEOUT)
+    );
+    assert_eq!(
+        out.end,
+        a2at_core::Timestamp::from_millis(3000),
+        "finished when the cleanup budget ran out"
+    );
+    assert!(
+        out.outputs()
+            .any(|o| matches!(o, Output::AbortTransmit { .. }))
+    );
+}
