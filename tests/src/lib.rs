@@ -6,6 +6,7 @@
 pub mod agent;
 pub mod host;
 pub mod sim;
+pub mod trace_io;
 
 pub use agent::{AgentReply, AgentRequest, Plan, ScriptedAgent};
 pub use host::ScriptedHost;
