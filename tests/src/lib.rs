@@ -4,7 +4,9 @@
 #![warn(missing_docs)]
 
 pub mod agent;
+pub mod golden;
 pub mod host;
+pub mod random_scenario;
 pub mod sim;
 pub mod trace_io;
 
