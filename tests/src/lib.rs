@@ -4,6 +4,8 @@
 #![warn(missing_docs)]
 
 pub mod agent;
+#[cfg(feature = "fuzzing")]
+pub mod fuzz_bodies;
 pub mod golden;
 pub mod host;
 pub mod random_scenario;
