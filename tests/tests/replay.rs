@@ -7,7 +7,9 @@
 
 use std::collections::BTreeSet;
 
-use a2at_core::trace::{Redaction, ReplayError, TraceErrorKind, parse_trace, replay, rerecord};
+use a2at_core::trace::{
+    Redaction, ReplayError, TraceErrorKind, TraceLine, parse_trace, replay, rerecord,
+};
 use a2at_tests::golden::scenarios;
 use a2at_tests::random_scenario::{build, scenario};
 use a2at_tests::trace_io::{fixtures_dir, read_trace, save_failure, trace_files, write_trace};
@@ -183,6 +185,16 @@ proptest! {
         let out = build(&s).record().drive_bounded(200_000);
         let text = out.trace.clone().expect("recorded");
         let trace = parse_trace(&text).map_err(|e| TestCaseError::fail(e.to_string()))?;
+        // The simulator's clock never goes backwards, so neither does `t`.
+        let times: Vec<u64> = trace
+            .lines
+            .iter()
+            .filter_map(|(_, l)| match l {
+                TraceLine::Input { t, .. } | TraceLine::Timeout { t } => Some(t.as_micros()),
+                TraceLine::Output(_) => None,
+            })
+            .collect();
+        prop_assert!(times.windows(2).all(|w| w[0] <= w[1]), "t decreased");
         match replay(&trace) {
             Ok(report) => {
                 prop_assert_eq!(report.outputs, out.outputs().count());
