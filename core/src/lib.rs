@@ -122,6 +122,7 @@ mod remote;
 pub mod result;
 pub mod run;
 pub mod time;
+pub mod trace;
 pub mod workflow;
 
 pub use event::{Event, EventType};

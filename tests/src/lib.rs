@@ -4,9 +4,14 @@
 #![warn(missing_docs)]
 
 pub mod agent;
+#[cfg(feature = "fuzzing")]
+pub mod fuzz_bodies;
+pub mod golden;
 pub mod host;
 pub mod loopback;
+pub mod random_scenario;
 pub mod sim;
+pub mod trace_io;
 
 pub use agent::{AgentReply, AgentRequest, Plan, ScriptedAgent};
 pub use host::ScriptedHost;

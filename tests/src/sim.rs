@@ -16,6 +16,7 @@ use a2at_core::host::{HostReply, HostRequest};
 use a2at_core::io::{HttpRequest, Input, Output, TransportError, TransportErrorKind};
 use a2at_core::result::ExecutionResult;
 use a2at_core::run::{Run, RunConfig, RunStart};
+use a2at_core::trace::{Redaction, TraceHeader, TraceWriter};
 use a2at_core::workflow::ValidatedWorkflow;
 use a2at_core::{CallId, OpId, Timestamp};
 use serde_json::Value;
@@ -47,6 +48,9 @@ pub struct SimOutcome {
     pub requests: BTreeMap<String, Vec<AgentRequest>>,
     /// The agents as they ended (their task tables).
     pub agents: BTreeMap<String, ScriptedAgent>,
+    /// The JSON-lines trace (header, inputs, outputs), when recording was asked for with
+    /// [`Sim::record`].
+    pub trace: Option<String>,
 }
 
 impl SimOutcome {
@@ -121,6 +125,14 @@ pub struct Sim {
     redeliver_duplicates: bool,
     delivered: Vec<(Timestamp, Input)>,
     quiet: bool,
+    /// Recording: the header of the run as built, and the redaction to apply.
+    record: Option<(TraceHeader, Redaction)>,
+    parts: (
+        Arc<ValidatedWorkflow>,
+        Arc<AgentDirectory>,
+        RunConfig,
+        RunStart,
+    ),
 }
 
 impl Sim {
@@ -133,7 +145,14 @@ impl Sim {
         config: RunConfig,
         start: RunStart,
     ) -> Sim {
-        let run = Run::new(Arc::new(workflow), Arc::new(directory), config, start);
+        let (workflow, directory) = (Arc::new(workflow), Arc::new(directory));
+        let parts = (
+            Arc::clone(&workflow),
+            Arc::clone(&directory),
+            config.clone(),
+            start.clone(),
+        );
+        let run = Run::new(workflow, directory, config, start);
         Sim {
             run,
             agents: agents.into_iter().map(|a| (a.name.clone(), a)).collect(),
@@ -148,7 +167,24 @@ impl Sim {
             redeliver_duplicates: false,
             delivered: Vec::new(),
             quiet: false,
+            record: None,
+            parts,
         }
+    }
+
+    /// Record a JSON-lines trace of the run (header, every input and timeout with its time, every
+    /// output) into [`SimOutcome::trace`]. Turns [`Sim::quiet`] off.
+    pub fn record(self) -> Self {
+        self.record_redacted(Redaction::None)
+    }
+
+    /// Like [`Sim::record`], with HTTP bodies redacted as `redaction` says.
+    pub fn record_redacted(mut self, redaction: Redaction) -> Self {
+        let (wf, dir, config, start) = &self.parts;
+        let header = TraceHeader::new(wf, dir, config, start).expect("the run can be rebuilt");
+        self.record = Some((header, redaction));
+        self.quiet = false;
+        self
     }
 
     /// Network latency of every agent answer (default 1 ms).
@@ -252,8 +288,23 @@ impl Sim {
                 self.run.handle_timeout(self.now).expect("valid timeout");
             }
         }
+        let trace = self.record.as_ref().map(|(header, redaction)| {
+            let w = TraceWriter::with_redaction(*redaction);
+            let mut text = w.header(header);
+            text.push('\n');
+            for (t, o) in &self.log {
+                text.push_str(&match o {
+                    Observed::Input(input) => w.input(*t, input),
+                    Observed::Timeout => w.timeout(*t),
+                    Observed::Output(out) => w.output(out),
+                });
+                text.push('\n');
+            }
+            text
+        });
         SimOutcome {
             result: self.run.result().cloned(),
+            trace,
             log: self.log,
             end: self.now,
             requests: self.requests,
