@@ -1,0 +1,227 @@
+//! The driver loop: drain the core's outputs, carry them out concurrently, feed completions back
+//! with the time they happened. It decides nothing.
+
+use std::collections::BTreeMap;
+use std::panic::AssertUnwindSafe;
+use std::sync::Arc;
+use std::task::Poll;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use a2at_core::driver_support::{EventEnvelope, answer_guarded};
+use a2at_core::event::{Event, EventType};
+use a2at_core::host::{ControlPoint, HostRequest};
+use a2at_core::io::{Input, Output};
+use a2at_core::result::ExecutionResult;
+use a2at_core::{CallId, OpId, Run, Timestamp};
+use futures::channel::{mpsc, oneshot};
+use futures::future::{AbortHandle, Abortable};
+use futures::{FutureExt, SinkExt, StreamExt};
+
+use super::Rt;
+use super::events::{EventSink, OnFinish};
+use super::transport::Transport;
+use crate::rt::Runtime;
+
+/// Completions waiting for the driver; exchange tasks wait when it is full.
+const COMPLETION_QUEUE: usize = 1024;
+
+/// Everything one run's driver owns besides the core `Run`.
+pub(crate) struct Driver<C> {
+    pub(crate) transport: Arc<Transport>,
+    pub(crate) control_point: Arc<C>,
+    pub(crate) on_finish: Option<OnFinish>,
+    pub(crate) sink: Option<EventSink>,
+    pub(crate) events_tx: mpsc::UnboundedSender<EventEnvelope>,
+}
+
+/// Why the driver woke up.
+enum Wake {
+    Cancel,
+    Input(Input),
+    Timer,
+}
+
+/// Wraps a core event with the current wall-clock time.
+pub(crate) fn stamp_event(event: Event) -> EventEnvelope {
+    let timestamp = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_secs_f64())
+        .unwrap_or(0.0);
+    EventEnvelope::at(event, timestamp)
+}
+
+impl<C: ControlPoint + 'static> Driver<C> {
+    /// Drives `run` to its end. `cancel` resolving (sent or dropped) cancels it.
+    pub(crate) async fn drive(
+        self,
+        mut run: Run,
+        cancel: oneshot::Receiver<()>,
+    ) -> ExecutionResult {
+        let epoch = Runtime::now();
+        let (tx, mut rx) = mpsc::channel::<Input>(COMPLETION_QUEUE);
+        // Every spawned exchange and callback, by the id the core may abort it with.
+        let mut ops: BTreeMap<OpId, AbortHandle> = BTreeMap::new();
+        let mut calls: BTreeMap<CallId, AbortHandle> = BTreeMap::new();
+        let mut collected: Vec<EventEnvelope> = Vec::new();
+        let mut cancel = Some(cancel);
+        let mut sleep = None;
+        let mut armed: Option<Timestamp> = None;
+        loop {
+            while let Some(output) = run.poll_output() {
+                match output {
+                    Output::Transmit(req) => {
+                        let op = req.op;
+                        let transport = self.transport.clone();
+                        let tx = tx.clone();
+                        let task = async move { transport.exchange(req, tx).await };
+                        ops.insert(op, spawn_abortable(task));
+                    }
+                    Output::AbortTransmit { op } => {
+                        if let Some(h) = ops.remove(&op) {
+                            h.abort();
+                        }
+                    }
+                    Output::CallHost { call, request } => {
+                        let task = call_host(self.control_point.clone(), call, request, tx.clone());
+                        calls.insert(call, spawn_abortable(task));
+                    }
+                    Output::AbandonHostCall { call } => {
+                        if let Some(h) = calls.remove(&call) {
+                            h.abort();
+                        }
+                    }
+                    Output::Event(event) => {
+                        let envelope = stamp_event(event);
+                        self.deliver(&envelope);
+                        collected.push(envelope);
+                    }
+                    Output::Finished(result) => {
+                        ops.values()
+                            .chain(calls.values())
+                            .for_each(AbortHandle::abort);
+                        return self.finish(*result, collected).await;
+                    }
+                    other => tracing::warn!(?other, "output not understood by this runtime"),
+                }
+            }
+
+            let deadline = run.poll_timeout();
+            if deadline != armed {
+                armed = deadline;
+                sleep = deadline.map(|d| {
+                    let at = Runtime::add(epoch, Duration::from_micros(d.as_micros()));
+                    match at {
+                        Some(at) => Runtime::sleep_until(at),
+                        None => std::future::pending().boxed(),
+                    }
+                });
+            }
+            let wake = std::future::poll_fn(|cx| {
+                if let Some(c) = cancel.as_mut() {
+                    if c.poll_unpin(cx).is_ready() {
+                        cancel = None;
+                        return Poll::Ready(Wake::Cancel);
+                    }
+                }
+                if let Poll::Ready(Some(input)) = rx.poll_next_unpin(cx) {
+                    return Poll::Ready(Wake::Input(input));
+                }
+                if let Some(s) = sleep.as_mut() {
+                    if s.poll_unpin(cx).is_ready() {
+                        return Poll::Ready(Wake::Timer);
+                    }
+                }
+                Poll::Pending
+            })
+            .await;
+            let now = stamp(epoch);
+            let input = match wake {
+                Wake::Cancel => Some(Input::Cancel),
+                Wake::Input(input) => Some(input),
+                Wake::Timer => {
+                    // A fired timer is not polled again: re-arm on the next pass.
+                    armed = None;
+                    sleep = None;
+                    None
+                }
+            };
+            if let Some(input) = input {
+                match &input {
+                    Input::ResponseEnd { op } | Input::TransportFailed { op, .. } => {
+                        ops.remove(op);
+                    }
+                    Input::HostReply { call, .. } => {
+                        calls.remove(call);
+                    }
+                    _ => {}
+                }
+                if let Err(misuse) = run.handle(input, now) {
+                    tracing::error!(%misuse, "the core rejected an input (runtime bug)");
+                }
+            }
+            // Expiry is decided by the clock, not by which future woke us.
+            if run.poll_timeout().is_some_and(|d| d <= now) {
+                if let Err(misuse) = run.handle_timeout(now) {
+                    tracing::error!(%misuse, "the core rejected a timeout (runtime bug)");
+                }
+            }
+        }
+    }
+
+    fn deliver(&self, envelope: &EventEnvelope) {
+        if let Some(sink) = &self.sink {
+            if std::panic::catch_unwind(AssertUnwindSafe(|| sink(envelope))).is_err() {
+                tracing::warn!(event = envelope.type_str(), "event sink panicked; ignored");
+            }
+        }
+        let _ = self.events_tx.unbounded_send(envelope.clone());
+    }
+
+    async fn finish(
+        self,
+        result: ExecutionResult,
+        collected: Vec<EventEnvelope>,
+    ) -> ExecutionResult {
+        if let Some(hook) = &self.on_finish {
+            let call = AssertUnwindSafe(async { hook(result.clone(), collected).await });
+            match call.catch_unwind().await {
+                Ok(Ok(())) => {}
+                Ok(Err(error)) => tracing::warn!(
+                    execution_id = %result.execution_id,
+                    %error,
+                    "on_finish failed; the result is unchanged"
+                ),
+                Err(_) => tracing::warn!(
+                    execution_id = %result.execution_id,
+                    "on_finish panicked; the result is unchanged"
+                ),
+            }
+        }
+        let close = stamp_event(Event::new(EventType::Close, serde_json::json!({})));
+        self.deliver(&close);
+        result
+    }
+}
+
+/// Spawns `task` on the runtime; aborting the handle drops it (and its connection).
+fn spawn_abortable(task: impl std::future::Future<Output = ()> + Send + 'static) -> AbortHandle {
+    let (handle, registration) = AbortHandle::new_pair();
+    Runtime::spawn(Abortable::new(task, registration).map(|_| ()));
+    handle
+}
+
+/// Microseconds since the run's epoch, read from the runtime's clock.
+fn stamp(epoch: <Runtime as Rt>::Instant) -> Timestamp {
+    Timestamp::from_micros(u64::try_from(Runtime::elapsed(epoch).as_micros()).unwrap_or(u64::MAX))
+}
+
+/// Runs one host callback; a panic becomes the callback's failure, never a crash.
+async fn call_host<C: ControlPoint + 'static>(
+    control_point: Arc<C>,
+    call: CallId,
+    request: HostRequest,
+    mut tx: mpsc::Sender<Input>,
+) {
+    let reply = answer_guarded(&*control_point, request).await;
+    let _ = tx.send(Input::HostReply { call, reply }).await;
+}

@@ -1,0 +1,548 @@
+//! The [`Engine`]: validated cards, settings and the HTTP client, shared by every run.
+
+use std::collections::hash_map::RandomState;
+use std::future::Future;
+use std::hash::{BuildHasher, Hasher};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
+
+use a2at_core::a2a::{AgentCard, Binding};
+use a2at_core::agents::{AgentDirectory, DirectoryError};
+use a2at_core::driver_support::EventEnvelope;
+use a2at_core::host::{
+    ControlPoint, HostError, MessageContent, NegotiationReply, NegotiationRequest,
+    TaskExecutionResult, TaskRequest, TaskStatus, codes,
+};
+use a2at_core::result::ExecutionResult;
+use a2at_core::run::{Run, RunConfig, RunStart};
+use a2at_core::workflow::{ValidatedWorkflow, WorkflowError, parse_and_validate};
+use futures::FutureExt;
+use futures::channel::{mpsc, oneshot};
+use tracing::Instrument;
+
+use super::Rt;
+use super::driver::Driver;
+use super::events::{EventSink, OnFinish, OnFinishError, RunHandle};
+use super::transport::{AuthHook, HttpClient, Limits, Transport};
+use crate::rt::Runtime;
+
+/// Where each run's id seed comes from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum SeedSource {
+    /// A fresh seed from the OS per run (the default).
+    #[default]
+    Os,
+    /// The same seed for every run, for reproduction.
+    Fixed(u64),
+}
+
+/// Engine settings. Budgets follow the core's defaults (CF-1, CF-3, CF-11).
+#[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
+pub struct EngineConfig {
+    /// One budget per task activation: content, send, waiting and negotiation (default 600 s).
+    pub task_budget: Duration,
+    /// Budget of each `on_route` and `on_self_task` call (default 600 s).
+    pub callback_budget: Duration,
+    /// Delay between `GetTask` observations of a waiting task (default 250 ms).
+    pub poll_interval: Duration,
+    /// Budget of each `CancelTask` cleanup exchange (default 5 s).
+    pub cancel_budget: Duration,
+    /// Local negotiation exchanges allowed per task (default 3).
+    pub max_negotiation_exchanges: u32,
+    /// The binding to prefer when a card offers several (default: the card's order).
+    pub preferred_binding: Option<Binding>,
+    /// HTTP exchanges in flight at once per agent, across all runs (default 16).
+    pub max_in_flight_per_agent: usize,
+    /// HTTP exchanges in flight at once overall, across all runs (default 256).
+    pub max_in_flight: usize,
+    /// Where run seeds come from (default: the OS).
+    pub seed: SeedSource,
+}
+
+impl Default for EngineConfig {
+    fn default() -> Self {
+        let core = RunConfig::default();
+        EngineConfig {
+            task_budget: core.task_budget,
+            callback_budget: core.callback_budget,
+            poll_interval: core.poll_interval,
+            cancel_budget: core.cancel_budget,
+            max_negotiation_exchanges: core.max_negotiation_exchanges,
+            preferred_binding: None,
+            max_in_flight_per_agent: 16,
+            max_in_flight: 256,
+            seed: SeedSource::Os,
+        }
+    }
+}
+
+/// Why an engine cannot be built.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum EngineError {
+    /// The cards are invalid or an agent has no usable interface.
+    #[error(transparent)]
+    Cards(#[from] DirectoryError),
+    /// A setting is out of range.
+    #[error("invalid engine setting: {0}")]
+    Config(&'static str),
+    /// The TLS configuration could not be built.
+    #[error("TLS setup failed: {0}")]
+    Tls(String),
+}
+
+/// Builds an [`Engine`].
+pub struct EngineBuilder {
+    cards: Vec<AgentCard>,
+    config: EngineConfig,
+    http: Option<HttpClient>,
+    auth: Option<AuthHook>,
+}
+
+impl std::fmt::Debug for EngineBuilder {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("EngineBuilder")
+            .field("cards", &self.cards.len())
+            .field("config", &self.config)
+            .finish_non_exhaustive()
+    }
+}
+
+impl EngineBuilder {
+    /// Replaces all settings.
+    pub fn config(mut self, config: EngineConfig) -> Self {
+        self.config = config;
+        self
+    }
+
+    /// See [`EngineConfig::task_budget`].
+    pub fn task_budget(mut self, budget: Duration) -> Self {
+        self.config.task_budget = budget;
+        self
+    }
+
+    /// See [`EngineConfig::callback_budget`].
+    pub fn callback_budget(mut self, budget: Duration) -> Self {
+        self.config.callback_budget = budget;
+        self
+    }
+
+    /// See [`EngineConfig::poll_interval`].
+    pub fn poll_interval(mut self, interval: Duration) -> Self {
+        self.config.poll_interval = interval;
+        self
+    }
+
+    /// See [`EngineConfig::cancel_budget`].
+    pub fn cancel_budget(mut self, budget: Duration) -> Self {
+        self.config.cancel_budget = budget;
+        self
+    }
+
+    /// See [`EngineConfig::max_negotiation_exchanges`].
+    pub fn max_negotiation_exchanges(mut self, n: u32) -> Self {
+        self.config.max_negotiation_exchanges = n;
+        self
+    }
+
+    /// See [`EngineConfig::preferred_binding`].
+    pub fn preferred_binding(mut self, binding: Binding) -> Self {
+        self.config.preferred_binding = Some(binding);
+        self
+    }
+
+    /// See [`EngineConfig::max_in_flight_per_agent`].
+    pub fn max_in_flight_per_agent(mut self, n: usize) -> Self {
+        self.config.max_in_flight_per_agent = n;
+        self
+    }
+
+    /// See [`EngineConfig::max_in_flight`].
+    pub fn max_in_flight(mut self, n: usize) -> Self {
+        self.config.max_in_flight = n;
+        self
+    }
+
+    /// See [`EngineConfig::seed`].
+    pub fn seed(mut self, seed: SeedSource) -> Self {
+        self.config.seed = seed;
+        self
+    }
+
+    /// Uses this HTTP client (e.g. to share a pool or count requests) instead of a new one.
+    pub fn http_client(mut self, client: HttpClient) -> Self {
+        self.http = Some(client);
+        self
+    }
+
+    /// Adds headers (authentication) to every request; see [`AuthHook`].
+    pub fn auth_headers(mut self, hook: AuthHook) -> Self {
+        self.auth = Some(hook);
+        self
+    }
+
+    /// Validates the cards and settings and builds the engine.
+    pub fn build(self) -> Result<Engine, EngineError> {
+        if self.config.max_in_flight == 0 {
+            return Err(EngineError::Config("max_in_flight must be at least 1"));
+        }
+        if self.config.max_in_flight_per_agent == 0 {
+            return Err(EngineError::Config(
+                "max_in_flight_per_agent must be at least 1",
+            ));
+        }
+        let directory = AgentDirectory::new(self.cards, self.config.preferred_binding)?;
+        let client = match self.http {
+            Some(c) => c,
+            None => HttpClient::new()?,
+        };
+        let limits = Limits::new(
+            directory.names(),
+            self.config.max_in_flight_per_agent,
+            self.config.max_in_flight,
+        );
+        Ok(Engine {
+            inner: Arc::new(Inner {
+                directory: Arc::new(directory),
+                config: self.config,
+                transport: Arc::new(Transport {
+                    client,
+                    limits,
+                    auth: self.auth,
+                }),
+                runs: AtomicU64::new(0),
+            }),
+        })
+    }
+}
+
+struct Inner {
+    directory: Arc<AgentDirectory>,
+    config: EngineConfig,
+    transport: Arc<Transport>,
+    runs: AtomicU64,
+}
+
+/// The engine: validated cards, settings, the HTTP client and the concurrency limits. Cheap to
+/// clone; every clone shares them, so one engine serves many concurrent runs.
+#[derive(Clone)]
+pub struct Engine {
+    inner: Arc<Inner>,
+}
+
+impl std::fmt::Debug for Engine {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Engine")
+            .field("agents", &self.inner.directory.len())
+            .field("config", &self.inner.config)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Engine {
+    /// Starts building an engine for these agents.
+    pub fn builder(cards: Vec<AgentCard>) -> EngineBuilder {
+        EngineBuilder {
+            cards,
+            config: EngineConfig::default(),
+            http: None,
+            auth: None,
+        }
+    }
+
+    /// The settings.
+    pub fn config(&self) -> &EngineConfig {
+        &self.inner.config
+    }
+
+    /// The validated agents.
+    pub fn directory(&self) -> &AgentDirectory {
+        &self.inner.directory
+    }
+
+    /// The HTTP client (e.g. to read [`HttpClient::requests_sent`]).
+    pub fn http_client(&self) -> &HttpClient {
+        &self.inner.transport.client
+    }
+
+    /// Prepares a run with options (event sink, `on_finish`, seed); see [`RunBuilder`].
+    pub fn run<C: ControlPoint + 'static>(
+        &self,
+        workflow: impl Into<Arc<ValidatedWorkflow>>,
+        control_point: Arc<C>,
+    ) -> RunBuilder<C> {
+        RunBuilder {
+            engine: self.clone(),
+            workflow: workflow.into(),
+            control_point,
+            start: RunStart::default(),
+            on_finish: None,
+            sink: None,
+            seed: None,
+        }
+    }
+
+    /// Starts a run in its own task and returns its handle (events, cancel, result). See
+    /// [`RunBuilder::spawn`] for where the task runs.
+    pub fn start<C: ControlPoint + 'static>(
+        &self,
+        workflow: impl Into<Arc<ValidatedWorkflow>>,
+        start: RunStart,
+        control_point: Arc<C>,
+    ) -> RunHandle {
+        self.run(workflow, control_point).start(start).spawn()
+    }
+
+    /// Runs a workflow to its end. Dropping the future cancels the run (its cleanup still runs
+    /// in the background).
+    pub async fn execute<C: ControlPoint + 'static>(
+        &self,
+        workflow: impl Into<Arc<ValidatedWorkflow>>,
+        start: RunStart,
+        control_point: Arc<C>,
+    ) -> ExecutionResult {
+        self.start(workflow, start, control_point).result().await
+    }
+
+    /// Sends one message to `agent` outside any workflow (TT-9) and waits for the task's result.
+    /// A Propose from the agent fails the task with `host.handler_missing`; see
+    /// [`Engine::send_task_negotiating`].
+    pub async fn send_task(&self, agent: &str, content: MessageContent) -> TaskExecutionResult {
+        self.send_task_inner::<NoNegotiation>(agent, content, None)
+            .await
+    }
+
+    /// Like [`Engine::send_task`], answering Negotiation-T Proposes with `strategy`'s
+    /// `on_negotiation` (its other callbacks are never called).
+    pub async fn send_task_negotiating<N: ControlPoint + 'static>(
+        &self,
+        agent: &str,
+        content: MessageContent,
+        strategy: Arc<N>,
+    ) -> TaskExecutionResult {
+        self.send_task_inner(agent, content, Some(strategy)).await
+    }
+
+    async fn send_task_inner<N: ControlPoint + 'static>(
+        &self,
+        agent: &str,
+        content: MessageContent,
+        strategy: Option<Arc<N>>,
+    ) -> TaskExecutionResult {
+        let workflow = match one_step_workflow(agent) {
+            Ok(w) => w,
+            Err(e) => return local_failure(agent, codes::AGENT_NOT_FOUND, e.to_string()),
+        };
+        let control_point = Arc::new(SendTaskControlPoint { content, strategy });
+        let result = self
+            .execute(workflow, RunStart::default(), control_point)
+            .await;
+        match result.history.into_iter().next() {
+            Some(task) => task,
+            None => {
+                let (code, message) = match result.error {
+                    Some(e) => (e.code, e.message),
+                    None => (codes::EXECUTION_FAILED.to_owned(), "no task ran".to_owned()),
+                };
+                local_failure(agent, &code, message)
+            }
+        }
+    }
+
+    fn next_seed(&self) -> u64 {
+        match self.inner.config.seed {
+            SeedSource::Fixed(seed) => seed,
+            SeedSource::Os => {
+                let mut hasher = RandomState::new().build_hasher();
+                hasher.write_u64(self.inner.runs.fetch_add(1, Ordering::Relaxed));
+                hasher.finish()
+            }
+        }
+    }
+
+    fn run_config(&self, seed: u64) -> RunConfig {
+        let c = &self.inner.config;
+        RunConfig {
+            seed,
+            task_budget: c.task_budget,
+            callback_budget: c.callback_budget,
+            poll_interval: c.poll_interval,
+            cancel_budget: c.cancel_budget,
+            max_negotiation_exchanges: c.max_negotiation_exchanges,
+            ..RunConfig::default()
+        }
+    }
+}
+
+/// One run's options, from [`Engine::run`].
+pub struct RunBuilder<C> {
+    engine: Engine,
+    workflow: Arc<ValidatedWorkflow>,
+    control_point: Arc<C>,
+    start: RunStart,
+    on_finish: Option<OnFinish>,
+    sink: Option<EventSink>,
+    seed: Option<u64>,
+}
+
+impl<C> std::fmt::Debug for RunBuilder<C> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RunBuilder")
+            .field("start", &self.start)
+            .field("seed", &self.seed)
+            .finish_non_exhaustive()
+    }
+}
+
+impl<C: ControlPoint + 'static> RunBuilder<C> {
+    /// The runtime intent and language of the run.
+    pub fn start(mut self, start: RunStart) -> Self {
+        self.start = start;
+        self
+    }
+
+    /// Fixes this run's id seed (overrides [`EngineConfig::seed`]).
+    pub fn seed(mut self, seed: u64) -> Self {
+        self.seed = Some(seed);
+        self
+    }
+
+    /// Calls `sink` with every event as it happens; its panics are ignored.
+    pub fn event_sink(mut self, sink: impl Fn(&EventEnvelope) + Send + Sync + 'static) -> Self {
+        self.sink = Some(Arc::new(sink));
+        self
+    }
+
+    /// A synchronous `on_finish` hook; its failure (error or panic) is logged and never changes
+    /// the result.
+    pub fn on_finish<F, E>(self, hook: F) -> Self
+    where
+        F: Fn(&ExecutionResult, &[EventEnvelope]) -> Result<(), E> + Send + Sync + 'static,
+        E: Into<OnFinishError>,
+    {
+        let hook = Arc::new(hook);
+        self.on_finish_async(move |result, events| {
+            let hook = hook.clone();
+            async move { hook(&result, &events).map_err(Into::into) }
+        })
+    }
+
+    /// An async `on_finish` hook; its failure (error or panic) is logged and never changes the
+    /// result.
+    pub fn on_finish_async<F, Fut>(mut self, hook: F) -> Self
+    where
+        F: Fn(ExecutionResult, Vec<EventEnvelope>) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = Result<(), OnFinishError>> + Send + 'static,
+    {
+        self.on_finish = Some(Arc::new(move |r, e| hook(r, e).boxed()));
+        self
+    }
+
+    /// Starts the run in its own task on the runtime's executor: with `a2at-tokio` it must be
+    /// called inside a tokio runtime; with `a2at-smol` it runs on smol's global executor and may
+    /// be called from any thread.
+    pub fn spawn(self) -> RunHandle {
+        let seed = self.seed.unwrap_or_else(|| self.engine.next_seed());
+        let run = Run::new(
+            self.workflow,
+            self.engine.inner.directory.clone(),
+            self.engine.run_config(seed),
+            self.start,
+        );
+        let execution_id = run.execution_id().to_owned();
+        tracing::info!(%execution_id, seed, "run started");
+        let (events_tx, events_rx) = mpsc::unbounded();
+        let (cancel_tx, cancel_rx) = oneshot::channel();
+        let (result_tx, result_rx) = oneshot::channel();
+        let driver = Driver {
+            transport: self.engine.inner.transport.clone(),
+            control_point: self.control_point,
+            on_finish: self.on_finish,
+            sink: self.sink,
+            events_tx,
+        };
+        let span = tracing::info_span!("a2at_run", %execution_id, seed);
+        Runtime::spawn(
+            async move {
+                let result = driver.drive(run, cancel_rx).await;
+                let _ = result_tx.send(result);
+            }
+            .instrument(span),
+        );
+        RunHandle {
+            execution_id,
+            seed,
+            events: Some(events_rx),
+            result: result_rx,
+            cancel: std::sync::Mutex::new(Some(cancel_tx)),
+        }
+    }
+
+    /// Starts the run and waits for its result; dropping the future cancels the run.
+    pub async fn execute(self) -> ExecutionResult {
+        self.spawn().result().await
+    }
+}
+
+/// The synthetic workflow behind `send_task`: one step, one subtask for `agent`.
+fn one_step_workflow(agent: &str) -> Result<ValidatedWorkflow, WorkflowError> {
+    let json = serde_json::json!({
+        "name": "send_task",
+        "steps": [{"name": "send_task", "subtasks": [{"agent": agent, "description": "send_task"}]}]
+    });
+    parse_and_validate(&json.to_string())
+}
+
+fn local_failure(agent: &str, code: &str, message: String) -> TaskExecutionResult {
+    TaskExecutionResult {
+        step_name: "send_task".into(),
+        subtask_index: 0,
+        agent_name: agent.into(),
+        skill: String::new(),
+        task_id: String::new(),
+        task_description: "send_task".into(),
+        status: TaskStatus::Failed,
+        outputs: Vec::new(),
+        received_messages: Vec::new(),
+        error: Some(message),
+        error_code: Some(code.into()),
+        error_details: None,
+        remote_task_id: None,
+        context_id: None,
+    }
+}
+
+/// A control point with only the trait's fail-fast defaults.
+struct NoNegotiation;
+
+impl ControlPoint for NoNegotiation {}
+
+/// Answers `on_task` with the given content and delegates `on_negotiation`.
+struct SendTaskControlPoint<N> {
+    content: MessageContent,
+    strategy: Option<Arc<N>>,
+}
+
+impl<N: ControlPoint + 'static> ControlPoint for SendTaskControlPoint<N> {
+    fn on_task(
+        &self,
+        _request: TaskRequest,
+    ) -> impl Future<Output = Result<MessageContent, HostError>> + Send {
+        std::future::ready(Ok(self.content.clone()))
+    }
+
+    fn on_negotiation(
+        &self,
+        request: NegotiationRequest,
+    ) -> impl Future<Output = Result<NegotiationReply, HostError>> + Send {
+        let strategy = self.strategy.clone();
+        async move {
+            match strategy {
+                Some(s) => s.on_negotiation(request).await,
+                None => Err(HostError::missing_handler("on_negotiation")),
+            }
+        }
+    }
+}
