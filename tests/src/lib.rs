@@ -4,6 +4,7 @@
 #![warn(missing_docs)]
 
 pub mod agent;
+pub mod conformance;
 pub mod host;
 pub mod loopback;
 pub mod sim;
