@@ -1,7 +1,70 @@
-//! The smol runtime of the a2at engine, with the same public API as `a2at-tokio`.
+//! # a2at-smol
 //!
-//! Not built yet: this crate is a skeleton until its own issue lands.
+//! The smol runtime of the a2at A2A-T workflow engine, with the same public API as `a2at-tokio`:
+//! a host switches runtimes by changing one import. Runs execute on smol's global executor with
+//! `async-io` timers (a run may be started from any thread, e.g. inside `smol::block_on`); HTTP
+//! is hyper's HTTP/1.1 client over `async-net` and `futures-rustls` with a small connection
+//! pool. No tokio runtime is needed anywhere. It carries out what `a2at-core` asks —
+//! HTTP exchanges, timers, host callbacks, events — and decides nothing itself: no retries, no
+//! timeouts of its own, no id generation and no protocol parsing live here.
+//!
+//! ## Using it
+//!
+//! 1. Build one [`Engine`] from the AgentCards of the agents your workflows address and an
+//!    [`EngineConfig`] (budgets, concurrency limits, seed source) with [`Engine::builder`]. The
+//!    engine is cheap to clone and is shared by any number of concurrent runs.
+//! 2. Implement [`ControlPoint`](a2at_core::host::ControlPoint) for your host, or register
+//!    closures with [`ControlPointBuilder`].
+//! 3. Call [`Engine::execute`] for the [`ExecutionResult`](a2at_core::ExecutionResult), or
+//!    [`Engine::run`] / [`Engine::start`] for a [`RunHandle`] that streams
+//!    [`EventEnvelope`]s as they happen and can cancel the run.
+//!
+//! ```no_run
+//! use std::sync::Arc;
+//! use a2at_smol::{ControlPointBuilder, Engine};
+//! use a2at_smol::core::host::MessageContent;
+//! use a2at_smol::core::run::RunStart;
+//! use a2at_smol::core::workflow::parse_and_validate;
+//!
+//! # async fn demo(cards: Vec<a2at_smol::core::a2a::AgentCard>) {
+//! let engine = Engine::builder(cards).build().expect("valid cards");
+//! let host = ControlPointBuilder::new()
+//!     .on_task(|req| async move { Ok(MessageContent::text(req.instruction)) })
+//!     .build();
+//! let workflow = parse_and_validate(r#"{"steps": [{"name": "ask",
+//!     "subtasks": [{"agent": "alpha", "description": "say hello"}]}]}"#).unwrap();
+//! let result = engine.execute(workflow, RunStart::default(), Arc::new(host)).await;
+//! println!("success: {}", result.success);
+//! # }
+//! ```
+//!
+//! ## Lifecycle and cancellation
+//!
+//! Events arrive in the core's order (`start` → … → `complete` | `error`); after the run
+//! finished, the runtime calls the `on_finish` hook with the result and the events collected so
+//! far, then emits `close`. Dropping the future of [`Engine::execute`] (or the [`RunHandle`])
+//! cancels the run: the driver keeps running in its own task until the core finished its
+//! cleanup (`CancelTask` for every known non-final remote task). [`RunHandle::cancel`] does the
+//! same without giving up the result.
+//!
+//! ## Reproducing a run
+//!
+//! Each run's id seed comes from the OS unless [`EngineConfig::seed`] fixes it; it is logged
+//! with `tracing` at the start of the run and available as [`RunHandle::seed`].
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
+mod http;
+mod rt;
+/// The engine, driver loop, run handle and exchange task, shared with `a2at-tokio`.
+#[path = "../../runtime-tokio/src/shared/mod.rs"]
+mod shared;
+
 pub use a2at_core as core;
+
+pub use a2at_core::driver_support::{BuiltControlPoint, ControlPointBuilder, EventEnvelope};
+pub use shared::engine::{
+    Engine, EngineBuilder, EngineConfig, EngineError, RunBuilder, SeedSource,
+};
+pub use shared::events::{EventSink, EventStream, OnFinish, OnFinishError, RunHandle};
+pub use shared::transport::{AuthHook, HttpClient};

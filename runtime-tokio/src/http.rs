@@ -1,49 +1,28 @@
-//! The HTTP side of the driver: one pooled hyper client and the exchange task that turns an
-//! [`HttpRequest`] into response inputs.
+//! The tokio HTTP stack: hyper-util's pooled legacy client over hyper-rustls (ring provider,
+//! webpki roots, `TCP_NODELAY` on). The exchange task itself is shared (`shared/transport.rs`).
 
-use std::collections::HashMap;
 use std::error::Error as StdError;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
 
-use a2at_core::a2a::HttpMethod;
-use a2at_core::io::{HttpRequest, Input, TransportError, TransportErrorKind};
+use a2at_core::io::TransportErrorKind;
 use bytes::Bytes;
-use http_body_util::{BodyExt, Full};
+use http_body_util::Full;
+use hyper::body::Incoming;
 use hyper_rustls::{HttpsConnector, HttpsConnectorBuilder};
 use hyper_util::client::legacy::Client;
 use hyper_util::client::legacy::connect::HttpConnector;
 use hyper_util::rt::TokioExecutor;
-use tokio::sync::{OwnedSemaphorePermit, Semaphore, mpsc};
 
-use crate::engine::EngineError;
+use crate::shared::engine::EngineError;
+use crate::shared::transport::describe;
 
-/// Produces extra request headers (authentication) for one exchange, or a message saying why it
-/// cannot; a failure is reported to the core as a [`TransportErrorKind::Auth`] failure.
-///
-/// This is the hook for the authentication issue; the engine calls it just before sending.
-pub type AuthHook =
-    Arc<dyn Fn(&HttpRequest) -> Result<Vec<(String, String)>, String> + Send + Sync>;
-
-/// The pooled HTTP/1.1 client of an engine (http and https, TLS verified against the webpki
-/// roots, `TCP_NODELAY` on). Cloning shares the pool and the request counter.
-#[derive(Clone)]
-pub struct HttpClient {
+/// The pooled connections behind an [`HttpClient`](crate::HttpClient).
+pub(crate) struct Connector {
     client: Client<HttpsConnector<HttpConnector>, Full<Bytes>>,
-    sent: Arc<AtomicU64>,
 }
 
-impl std::fmt::Debug for HttpClient {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("HttpClient")
-            .field("requests_sent", &self.requests_sent())
-            .finish_non_exhaustive()
-    }
-}
-
-impl HttpClient {
-    /// A new client with its own connection pool.
-    pub fn new() -> Result<HttpClient, EngineError> {
+impl Connector {
+    pub(crate) fn new() -> Result<Connector, EngineError> {
         let mut http = HttpConnector::new();
         http.set_nodelay(true);
         http.enforce_http(false);
@@ -53,154 +32,21 @@ impl HttpClient {
             .https_or_http()
             .enable_http1()
             .wrap_connector(http);
-        let client = Client::builder(TokioExecutor::new()).build(https);
-        Ok(HttpClient {
-            client,
-            sent: Arc::new(AtomicU64::new(0)),
+        Ok(Connector {
+            client: Client::builder(TokioExecutor::new()).build(https),
         })
     }
 
-    /// How many requests this client (and its clones) has handed to the connection pool.
-    pub fn requests_sent(&self) -> u64 {
-        self.sent.load(Ordering::Relaxed)
+    /// Sends one request and waits for the response head.
+    pub(crate) async fn request(
+        &self,
+        request: http::Request<Full<Bytes>>,
+    ) -> Result<http::Response<Incoming>, (TransportErrorKind, String)> {
+        self.client
+            .request(request)
+            .await
+            .map_err(|e| (classify(&e), describe(&e)))
     }
-}
-
-/// The engine-wide concurrency limits: overall and per agent (TR-13).
-#[derive(Debug)]
-pub(crate) struct Limits {
-    overall: Arc<Semaphore>,
-    per_agent: HashMap<String, Arc<Semaphore>>,
-}
-
-impl Limits {
-    pub(crate) fn new<'a>(
-        agents: impl Iterator<Item = &'a str>,
-        per_agent: usize,
-        overall: usize,
-    ) -> Limits {
-        Limits {
-            overall: Arc::new(Semaphore::new(overall)),
-            per_agent: agents
-                .map(|a| (a.to_owned(), Arc::new(Semaphore::new(per_agent))))
-                .collect(),
-        }
-    }
-
-    /// Waits for a slot for `agent`, then for an overall slot (in that order, so exchanges
-    /// queued behind a busy agent never hold overall slots).
-    async fn acquire(&self, agent: &str) -> Vec<OwnedSemaphorePermit> {
-        let mut permits = Vec::with_capacity(2);
-        if let Some(sem) = self.per_agent.get(agent) {
-            if let Ok(p) = sem.clone().acquire_owned().await {
-                permits.push(p);
-            }
-        }
-        if let Ok(p) = self.overall.clone().acquire_owned().await {
-            permits.push(p);
-        }
-        permits
-    }
-}
-
-/// What an exchange task needs from the engine.
-pub(crate) struct Transport {
-    pub(crate) client: HttpClient,
-    pub(crate) limits: Limits,
-    pub(crate) auth: Option<AuthHook>,
-}
-
-impl Transport {
-    /// Carries out one exchange, feeding head, body frames and end (or a failure) to `tx`.
-    pub(crate) async fn exchange(&self, req: HttpRequest, tx: mpsc::Sender<Input>) {
-        let op = req.op;
-        let fail = |kind: TransportErrorKind, message: String| Input::TransportFailed {
-            op,
-            error: TransportError { kind, message },
-        };
-        let _permits = self.limits.acquire(&req.agent).await;
-        let extra = match &self.auth {
-            None => Vec::new(),
-            Some(hook) => match hook(&req) {
-                Ok(headers) => headers,
-                Err(message) => {
-                    let _ = tx.send(fail(TransportErrorKind::Auth, message)).await;
-                    return;
-                }
-            },
-        };
-        let request = match build_request(req, extra) {
-            Ok(r) => r,
-            Err(message) => {
-                let _ = tx.send(fail(TransportErrorKind::Other, message)).await;
-                return;
-            }
-        };
-        self.client.sent.fetch_add(1, Ordering::Relaxed);
-        let response = match self.client.client.request(request).await {
-            Ok(r) => r,
-            Err(e) => {
-                let _ = tx.send(fail(classify(&e), describe(&e))).await;
-                return;
-            }
-        };
-        let (parts, mut body) = response.into_parts();
-        let headers = parts
-            .headers
-            .iter()
-            .map(|(n, v)| {
-                (
-                    n.as_str().to_owned(),
-                    String::from_utf8_lossy(v.as_bytes()).into_owned(),
-                )
-            })
-            .collect();
-        let head = Input::ResponseHead {
-            op,
-            status: parts.status.as_u16(),
-            headers,
-        };
-        if tx.send(head).await.is_err() {
-            return;
-        }
-        loop {
-            let input = match body.frame().await {
-                None => Input::ResponseEnd { op },
-                Some(Err(e)) => fail(TransportErrorKind::Io, describe(&e)),
-                Some(Ok(frame)) => match frame.into_data() {
-                    Ok(data) if data.is_empty() => continue,
-                    Ok(data) => Input::ResponseBody {
-                        op,
-                        chunk: data.to_vec(),
-                    },
-                    Err(_trailers) => continue,
-                },
-            };
-            let last = !matches!(input, Input::ResponseBody { .. });
-            if tx.send(input).await.is_err() || last {
-                return;
-            }
-        }
-    }
-}
-
-fn build_request(
-    req: HttpRequest,
-    extra: Vec<(String, String)>,
-) -> Result<http::Request<Full<Bytes>>, String> {
-    let method = match req.method {
-        HttpMethod::Get => http::Method::GET,
-        HttpMethod::Post => http::Method::POST,
-    };
-    let mut builder = http::Request::builder()
-        .method(method)
-        .uri(req.url.as_str());
-    for (name, value) in req.headers.iter().chain(extra.iter()) {
-        builder = builder.header(name.as_str(), value.as_str());
-    }
-    builder
-        .body(Full::new(Bytes::from(req.body)))
-        .map_err(|e| format!("cannot build the HTTP request: {e}"))
 }
 
 /// The broad class of a client error: TLS when a rustls error is anywhere in the chain.
@@ -231,26 +77,20 @@ fn is_tls(e: &(dyn StdError + 'static)) -> bool {
     e.source().is_some_and(is_tls)
 }
 
-/// The error with its source chain, for logs (hyper errors carry no request data).
-fn describe(e: &(dyn StdError + 'static)) -> String {
-    let mut out = e.to_string();
-    let mut source = e.source();
-    while let Some(s) = source {
-        out.push_str(": ");
-        out.push_str(&s.to_string());
-        source = s.source();
-    }
-    out
-}
-
 #[cfg(test)]
 mod tests {
-    use super::*;
+    use std::sync::Arc;
+
     use a2at_core::OpId;
-    use a2at_core::io::{Correlation, OpPurpose};
+    use a2at_core::a2a::HttpMethod;
+    use a2at_core::io::{Correlation, HttpRequest, Input, OpPurpose, TransportErrorKind};
+    use futures::StreamExt;
+    use futures::channel::mpsc;
     use tokio::io::{AsyncReadExt, AsyncWriteExt};
     use tokio::net::{TcpListener, TcpStream};
     use tokio::sync::oneshot;
+
+    use crate::shared::transport::{AuthHook, HttpClient, Limits, Transport};
 
     fn transport(auth: Option<AuthHook>) -> Transport {
         Transport {
@@ -326,7 +166,7 @@ mod tests {
             status: 200,
             headers,
             ..
-        }) = rx.recv().await
+        }) = rx.next().await
         else {
             panic!("head first");
         };
@@ -337,7 +177,7 @@ mod tests {
         );
         // The first event arrives while the server still holds back the second.
         assert_eq!(
-            rx.recv().await,
+            rx.next().await,
             Some(Input::ResponseBody {
                 op: OpId(1),
                 chunk: b"data: one\n\n".to_vec()
@@ -345,13 +185,13 @@ mod tests {
         );
         go_on.send(()).unwrap();
         assert_eq!(
-            rx.recv().await,
+            rx.next().await,
             Some(Input::ResponseBody {
                 op: OpId(1),
                 chunk: b"data: two\n\n".to_vec()
             })
         );
-        assert_eq!(rx.recv().await, Some(Input::ResponseEnd { op: OpId(1) }));
+        assert_eq!(rx.next().await, Some(Input::ResponseEnd { op: OpId(1) }));
         exchange.await.unwrap();
         let head = server.await.unwrap().to_ascii_lowercase();
         assert!(head.starts_with("post /rpc http/1.1"), "{head}");
@@ -365,7 +205,7 @@ mod tests {
         transport(Some(hook))
             .exchange(request("http://127.0.0.1:9/x".into()), tx)
             .await;
-        let Some(Input::TransportFailed { error, .. }) = rx.recv().await else {
+        let Some(Input::TransportFailed { error, .. }) = rx.next().await else {
             panic!("failure expected");
         };
         assert_eq!(error.kind, TransportErrorKind::Auth);
@@ -379,7 +219,7 @@ mod tests {
         let t = transport(None);
         t.exchange(request(format!("http://127.0.0.1:{port}/x")), tx)
             .await;
-        let Some(Input::TransportFailed { error, .. }) = rx.recv().await else {
+        let Some(Input::TransportFailed { error, .. }) = rx.next().await else {
             panic!("failure expected");
         };
         assert_eq!(error.kind, TransportErrorKind::Connect);
@@ -404,8 +244,8 @@ mod tests {
         let t = transport(None);
         let (tx, mut rx) = mpsc::channel(16);
         let exchange = tokio::spawn(async move { t.exchange(request(url), tx).await });
-        assert!(matches!(rx.recv().await, Some(Input::ResponseHead { .. })));
-        assert!(matches!(rx.recv().await, Some(Input::ResponseBody { .. })));
+        assert!(matches!(rx.next().await, Some(Input::ResponseHead { .. })));
+        assert!(matches!(rx.next().await, Some(Input::ResponseBody { .. })));
         exchange.abort();
         let read = tokio::time::timeout(std::time::Duration::from_secs(5), server)
             .await
@@ -428,7 +268,7 @@ mod tests {
         });
         let (tx, mut rx) = mpsc::channel(4);
         transport(None).exchange(request(url), tx).await;
-        let Some(Input::TransportFailed { error, .. }) = rx.recv().await else {
+        let Some(Input::TransportFailed { error, .. }) = rx.next().await else {
             panic!("failure expected");
         };
         assert_eq!(error.kind, TransportErrorKind::Tls, "{}", error.message);

@@ -50,15 +50,16 @@
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
-mod control;
-mod driver;
-mod engine;
-mod events;
 mod http;
+mod rt;
+/// The engine, driver loop, run handle and exchange task, shared with `a2at-smol`.
+mod shared;
 
 pub use a2at_core as core;
 
-pub use control::{BuiltControlPoint, ControlPointBuilder};
-pub use engine::{Engine, EngineBuilder, EngineConfig, EngineError, RunBuilder, SeedSource};
-pub use events::{EventEnvelope, EventSink, EventStream, OnFinish, OnFinishError, RunHandle};
-pub use http::{AuthHook, HttpClient};
+pub use a2at_core::driver_support::{BuiltControlPoint, ControlPointBuilder, EventEnvelope};
+pub use shared::engine::{
+    Engine, EngineBuilder, EngineConfig, EngineError, RunBuilder, SeedSource,
+};
+pub use shared::events::{EventSink, EventStream, OnFinish, OnFinishError, RunHandle};
+pub use shared::transport::{AuthHook, HttpClient};

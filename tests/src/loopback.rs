@@ -6,6 +6,9 @@
 //! agent's script, and the [`AgentReply`] is played back with its delays: the head after
 //! `delay`, then each chunk as its own HTTP body frame `chunk_gap` apart. The server also records
 //! every request and the highest number of exchanges in flight per agent.
+//!
+//! The server runs on its own threads with smol's executor, so it serves runtime tests of any
+//! runtime (tokio, smol) and never needs the caller's runtime.
 
 use std::collections::BTreeMap;
 use std::convert::Infallible;
@@ -20,14 +23,16 @@ use http_body_util::{BodyExt, StreamBody};
 use hyper::body::{Frame, Incoming};
 use hyper::service::service_fn;
 use hyper::{Request, Response};
-use hyper_util::rt::TokioIo;
-use tokio::net::TcpListener;
-use tokio::sync::mpsc;
-use tokio::task::JoinHandle;
+use smol::Executor;
+use smol::net::TcpListener;
+use smol_hyper::rt::FuturesIo;
 
 use crate::agent::{AgentReply, AgentRequest, ScriptedAgent};
 
-type ReplyBody = StreamBody<futures_stream::Receiver>;
+type ReplyBody = StreamBody<futures_stream::Body>;
+
+/// Threads serving the executor of one server.
+const SERVER_THREADS: usize = 2;
 
 #[derive(Default)]
 struct State {
@@ -81,46 +86,61 @@ fn lock(state: &Arc<Mutex<State>>) -> MutexGuard<'_, State> {
 pub struct LoopbackServer {
     addr: SocketAddr,
     state: Arc<Mutex<State>>,
-    accept: JoinHandle<()>,
-}
-
-impl Drop for LoopbackServer {
-    fn drop(&mut self) {
-        self.accept.abort();
-    }
+    /// Closing it stops the server threads (and drops every task of the executor).
+    _stop: smol::channel::Sender<()>,
 }
 
 impl LoopbackServer {
-    /// Binds 127.0.0.1 on a free port and serves `agents` (must be called inside a tokio runtime).
+    /// Binds 127.0.0.1 on a free port and serves `agents` from background threads. Needs no
+    /// runtime; it is `async` so runtime tests can await it.
     pub async fn start(agents: Vec<ScriptedAgent>) -> LoopbackServer {
-        let listener = TcpListener::bind("127.0.0.1:0")
-            .await
-            .expect("bind 127.0.0.1");
+        LoopbackServer::spawn(agents)
+    }
+
+    /// [`LoopbackServer::start`] without `async`.
+    pub fn spawn(agents: Vec<ScriptedAgent>) -> LoopbackServer {
+        let listener = smol::block_on(TcpListener::bind("127.0.0.1:0")).expect("bind 127.0.0.1");
         let addr = listener.local_addr().expect("local address");
         let state = Arc::new(Mutex::new(State {
             agents: agents.into_iter().map(|a| (a.name.clone(), a)).collect(),
             ..State::default()
         }));
+        let executor = Arc::new(Executor::new());
         let accept_state = state.clone();
-        let accept = tokio::spawn(async move {
-            loop {
-                let Ok((stream, _)) = listener.accept().await else {
-                    continue;
-                };
-                let _ = stream.set_nodelay(true);
-                let state = accept_state.clone();
-                tokio::spawn(async move {
-                    let service = service_fn(move |req| serve(state.clone(), addr, req));
-                    let _ = hyper::server::conn::http1::Builder::new()
-                        .serve_connection(TokioIo::new(stream), service)
-                        .await;
-                });
-            }
-        });
+        let ex = executor.clone();
+        executor
+            .spawn(async move {
+                loop {
+                    let Ok((stream, _)) = listener.accept().await else {
+                        continue;
+                    };
+                    let _ = stream.set_nodelay(true);
+                    let state = accept_state.clone();
+                    let spawner = ex.clone();
+                    ex.spawn(async move {
+                        let service =
+                            service_fn(move |req| serve(state.clone(), spawner.clone(), addr, req));
+                        let _ = hyper::server::conn::http1::Builder::new()
+                            .serve_connection(FuturesIo::new(stream), service)
+                            .await;
+                    })
+                    .detach();
+                }
+            })
+            .detach();
+        let (stop, stopped) = smol::channel::bounded::<()>(1);
+        for i in 0..SERVER_THREADS {
+            let ex = executor.clone();
+            let stopped = stopped.clone();
+            std::thread::Builder::new()
+                .name(format!("loopback-{i}"))
+                .spawn(move || smol::block_on(ex.run(stopped.recv())))
+                .expect("server thread");
+        }
         LoopbackServer {
             addr,
             state,
-            accept,
+            _stop: stop,
         }
     }
 
@@ -190,6 +210,7 @@ impl LoopbackServer {
 
 async fn serve(
     state: Arc<Mutex<State>>,
+    executor: Arc<Executor<'static>>,
     addr: SocketAddr,
     req: Request<Incoming>,
 ) -> Result<Response<ReplyBody>, std::io::Error> {
@@ -264,7 +285,7 @@ async fn serve(
             unreachable!("pending never resolves")
         }
         AgentReply::TransportError { delay, .. } => {
-            tokio::time::sleep(delay).await;
+            smol::Timer::after(delay).await;
             drop(guard);
             // An error from the service makes hyper drop the connection without a response.
             Err(std::io::Error::other("scripted transport failure"))
@@ -277,38 +298,47 @@ async fn serve(
             chunk_gap,
             end,
         } => {
-            tokio::time::sleep(delay).await;
-            let (tx, rx) = mpsc::channel::<Result<Frame<Bytes>, Infallible>>(4);
-            tokio::spawn(async move {
-                for (i, chunk) in chunks.into_iter().enumerate() {
-                    if i > 0 {
-                        tokio::time::sleep(chunk_gap).await;
+            smol::Timer::after(delay).await;
+            let (tx, rx) = smol::channel::bounded::<Result<Frame<Bytes>, Infallible>>(4);
+            // A body that never ends keeps a sender and the in-flight count until hyper drops
+            // it (the client closed the connection).
+            let (body_guard, player_guard) = if end {
+                (None, Some(guard))
+            } else {
+                (Some(guard), None)
+            };
+            let body = futures_stream::Body {
+                rx: Box::pin(rx),
+                _keep: (!end).then(|| tx.clone()),
+                _in_flight: body_guard,
+            };
+            executor
+                .spawn(async move {
+                    for (i, chunk) in chunks.into_iter().enumerate() {
+                        if i > 0 {
+                            smol::Timer::after(chunk_gap).await;
+                        }
+                        if tx.send(Ok(Frame::data(Bytes::from(chunk)))).await.is_err() {
+                            return;
+                        }
                     }
-                    if tx.send(Ok(Frame::data(Bytes::from(chunk)))).await.is_err() {
-                        return;
-                    }
-                }
-                if end {
                     // Leave the in-flight count before the client can see the end of the body.
-                    drop(guard);
+                    drop(player_guard);
                     drop(tx);
-                } else {
-                    tx.closed().await;
-                    drop(guard);
-                }
-            });
+                })
+                .detach();
             let mut builder = Response::builder().status(status);
             for (name, value) in headers {
                 builder = builder.header(name, value);
             }
             Ok(builder
-                .body(StreamBody::new(futures_stream::Receiver(rx)))
+                .body(StreamBody::new(body))
                 .expect("valid scripted response"))
         }
     }
 }
 
-/// A minimal `Stream` over an mpsc receiver, so the crate needs no extra stream library.
+/// A minimal `Stream` of body frames, so the crate needs no extra stream library.
 mod futures_stream {
     use std::convert::Infallible;
     use std::pin::Pin;
@@ -316,16 +346,21 @@ mod futures_stream {
 
     use bytes::Bytes;
     use hyper::body::Frame;
-    use tokio::sync::mpsc;
+
+    type Item = Result<Frame<Bytes>, Infallible>;
 
     /// Body frames from the chunk player.
-    pub struct Receiver(pub mpsc::Receiver<Result<Frame<Bytes>, Infallible>>);
+    pub struct Body {
+        pub rx: Pin<Box<smol::channel::Receiver<Item>>>,
+        pub _keep: Option<smol::channel::Sender<Item>>,
+        pub _in_flight: Option<super::InFlight>,
+    }
 
-    impl futures_core::Stream for Receiver {
-        type Item = Result<Frame<Bytes>, Infallible>;
+    impl futures_core::Stream for Body {
+        type Item = Item;
 
-        fn poll_next(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
-            self.0.poll_recv(cx)
+        fn poll_next(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Item>> {
+            self.rx.as_mut().poll_next(cx)
         }
     }
 }

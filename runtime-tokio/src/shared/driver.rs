@@ -1,23 +1,26 @@
 //! The driver loop: drain the core's outputs, carry them out concurrently, feed completions back
 //! with the time they happened. It decides nothing.
 
-use std::collections::HashMap;
+use std::collections::BTreeMap;
 use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
-use std::time::Duration;
+use std::task::Poll;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
+use a2at_core::driver_support::{EventEnvelope, answer_guarded};
 use a2at_core::event::{Event, EventType};
-use a2at_core::host::{ControlPoint, HostError, HostReply, HostRequest, answer};
+use a2at_core::host::{ControlPoint, HostRequest};
 use a2at_core::io::{Input, Output};
 use a2at_core::result::ExecutionResult;
 use a2at_core::{CallId, OpId, Run, Timestamp};
-use futures::FutureExt;
-use tokio::sync::{mpsc, watch};
-use tokio::task::{AbortHandle, JoinSet};
-use tokio::time::Instant;
+use futures::channel::{mpsc, oneshot};
+use futures::future::{AbortHandle, Abortable};
+use futures::{FutureExt, SinkExt, StreamExt};
 
-use crate::events::{EventEnvelope, EventSink, OnFinish};
-use crate::http::Transport;
+use super::Rt;
+use super::events::{EventSink, OnFinish};
+use super::transport::Transport;
+use crate::rt::Runtime;
 
 /// Completions waiting for the driver; exchange tasks wait when it is full.
 const COMPLETION_QUEUE: usize = 1024;
@@ -31,31 +34,37 @@ pub(crate) struct Driver<C> {
     pub(crate) events_tx: mpsc::UnboundedSender<EventEnvelope>,
 }
 
-struct Inflight {
-    tasks: JoinSet<()>,
-    ops: HashMap<OpId, AbortHandle>,
-    calls: HashMap<CallId, AbortHandle>,
+/// Why the driver woke up.
+enum Wake {
+    Cancel,
+    Input(Input),
+    Timer,
+}
+
+/// Wraps a core event with the current wall-clock time.
+pub(crate) fn stamp_event(event: Event) -> EventEnvelope {
+    let timestamp = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_secs_f64())
+        .unwrap_or(0.0);
+    EventEnvelope::at(event, timestamp)
 }
 
 impl<C: ControlPoint + 'static> Driver<C> {
-    /// Drives `run` to its end. `cancel` turning true, or its sender being dropped, cancels it.
+    /// Drives `run` to its end. `cancel` resolving (sent or dropped) cancels it.
     pub(crate) async fn drive(
         self,
         mut run: Run,
-        mut cancel: watch::Receiver<bool>,
+        cancel: oneshot::Receiver<()>,
     ) -> ExecutionResult {
-        let epoch = Instant::now();
+        let epoch = Runtime::now();
         let (tx, mut rx) = mpsc::channel::<Input>(COMPLETION_QUEUE);
-        let mut inflight = Inflight {
-            tasks: JoinSet::new(),
-            ops: HashMap::new(),
-            calls: HashMap::new(),
-        };
+        // Every spawned exchange and callback, by the id the core may abort it with.
+        let mut ops: BTreeMap<OpId, AbortHandle> = BTreeMap::new();
+        let mut calls: BTreeMap<CallId, AbortHandle> = BTreeMap::new();
         let mut collected: Vec<EventEnvelope> = Vec::new();
-        let mut cancel_open = true;
-        let far_future = epoch + Duration::from_secs(86_400 * 365);
-        let sleep = tokio::time::sleep_until(far_future);
-        tokio::pin!(sleep);
+        let mut cancel = Some(cancel);
+        let mut sleep = None;
         let mut armed: Option<Timestamp> = None;
         loop {
             while let Some(output) = run.poll_output() {
@@ -64,72 +73,85 @@ impl<C: ControlPoint + 'static> Driver<C> {
                         let op = req.op;
                         let transport = self.transport.clone();
                         let tx = tx.clone();
-                        let handle = inflight
-                            .tasks
-                            .spawn(async move { transport.exchange(req, tx).await });
-                        inflight.ops.insert(op, handle);
+                        let task = async move { transport.exchange(req, tx).await };
+                        ops.insert(op, spawn_abortable(task));
                     }
                     Output::AbortTransmit { op } => {
-                        if let Some(h) = inflight.ops.remove(&op) {
+                        if let Some(h) = ops.remove(&op) {
                             h.abort();
                         }
                     }
                     Output::CallHost { call, request } => {
-                        let handle = inflight.tasks.spawn(call_host(
-                            self.control_point.clone(),
-                            call,
-                            request,
-                            tx.clone(),
-                        ));
-                        inflight.calls.insert(call, handle);
+                        let task = call_host(self.control_point.clone(), call, request, tx.clone());
+                        calls.insert(call, spawn_abortable(task));
                     }
                     Output::AbandonHostCall { call } => {
-                        if let Some(h) = inflight.calls.remove(&call) {
+                        if let Some(h) = calls.remove(&call) {
                             h.abort();
                         }
                     }
                     Output::Event(event) => {
-                        let envelope = EventEnvelope::stamp(event);
+                        let envelope = stamp_event(event);
                         self.deliver(&envelope);
                         collected.push(envelope);
                     }
                     Output::Finished(result) => {
-                        inflight.tasks.abort_all();
+                        ops.values()
+                            .chain(calls.values())
+                            .for_each(AbortHandle::abort);
                         return self.finish(*result, collected).await;
                     }
                     other => tracing::warn!(?other, "output not understood by this runtime"),
                 }
             }
-            // Reap finished tasks so the set does not grow with the run.
-            while inflight.tasks.try_join_next().is_some() {}
 
             let deadline = run.poll_timeout();
             if deadline != armed {
                 armed = deadline;
-                if let Some(d) = deadline {
-                    let at = epoch
-                        .checked_add(Duration::from_micros(d.as_micros()))
-                        .unwrap_or(far_future);
-                    sleep.as_mut().reset(at);
-                }
+                sleep = deadline.map(|d| {
+                    let at = Runtime::add(epoch, Duration::from_micros(d.as_micros()));
+                    match at {
+                        Some(at) => Runtime::sleep_until(at),
+                        None => std::future::pending().boxed(),
+                    }
+                });
             }
-            let input = tokio::select! {
-                biased;
-                _ = cancel.wait_for(|c| *c), if cancel_open => {
-                    cancel_open = false;
-                    Some(Input::Cancel)
+            let wake = std::future::poll_fn(|cx| {
+                if let Some(c) = cancel.as_mut() {
+                    if c.poll_unpin(cx).is_ready() {
+                        cancel = None;
+                        return Poll::Ready(Wake::Cancel);
+                    }
                 }
-                input = rx.recv() => input,
-                _ = &mut sleep, if deadline.is_some() => None,
-            };
+                if let Poll::Ready(Some(input)) = rx.poll_next_unpin(cx) {
+                    return Poll::Ready(Wake::Input(input));
+                }
+                if let Some(s) = sleep.as_mut() {
+                    if s.poll_unpin(cx).is_ready() {
+                        return Poll::Ready(Wake::Timer);
+                    }
+                }
+                Poll::Pending
+            })
+            .await;
             let now = stamp(epoch);
+            let input = match wake {
+                Wake::Cancel => Some(Input::Cancel),
+                Wake::Input(input) => Some(input),
+                Wake::Timer => {
+                    // A fired timer is not polled again: re-arm on the next pass.
+                    armed = None;
+                    sleep = None;
+                    None
+                }
+            };
             if let Some(input) = input {
                 match &input {
                     Input::ResponseEnd { op } | Input::TransportFailed { op, .. } => {
-                        inflight.ops.remove(op);
+                        ops.remove(op);
                     }
                     Input::HostReply { call, .. } => {
-                        inflight.calls.remove(call);
+                        calls.remove(call);
                     }
                     _ => {}
                 }
@@ -152,7 +174,7 @@ impl<C: ControlPoint + 'static> Driver<C> {
                 tracing::warn!(event = envelope.type_str(), "event sink panicked; ignored");
             }
         }
-        let _ = self.events_tx.send(envelope.clone());
+        let _ = self.events_tx.unbounded_send(envelope.clone());
     }
 
     async fn finish(
@@ -175,15 +197,22 @@ impl<C: ControlPoint + 'static> Driver<C> {
                 ),
             }
         }
-        let close = EventEnvelope::stamp(Event::new(EventType::Close, serde_json::json!({})));
+        let close = stamp_event(Event::new(EventType::Close, serde_json::json!({})));
         self.deliver(&close);
         result
     }
 }
 
-/// Microseconds since the run's epoch, read from tokio's clock (pausable in tests).
-fn stamp(epoch: Instant) -> Timestamp {
-    Timestamp::from_micros(u64::try_from(epoch.elapsed().as_micros()).unwrap_or(u64::MAX))
+/// Spawns `task` on the runtime; aborting the handle drops it (and its connection).
+fn spawn_abortable(task: impl std::future::Future<Output = ()> + Send + 'static) -> AbortHandle {
+    let (handle, registration) = AbortHandle::new_pair();
+    Runtime::spawn(Abortable::new(task, registration).map(|_| ()));
+    handle
+}
+
+/// Microseconds since the run's epoch, read from the runtime's clock.
+fn stamp(epoch: <Runtime as Rt>::Instant) -> Timestamp {
+    Timestamp::from_micros(u64::try_from(Runtime::elapsed(epoch).as_micros()).unwrap_or(u64::MAX))
 }
 
 /// Runs one host callback; a panic becomes the callback's failure, never a crash.
@@ -191,28 +220,8 @@ async fn call_host<C: ControlPoint + 'static>(
     control_point: Arc<C>,
     call: CallId,
     request: HostRequest,
-    tx: mpsc::Sender<Input>,
+    mut tx: mpsc::Sender<Input>,
 ) {
-    let name = request.callback_name();
-    let reply = match AssertUnwindSafe(answer(&*control_point, request))
-        .catch_unwind()
-        .await
-    {
-        Ok(reply) => reply,
-        Err(_) => {
-            tracing::warn!(callback = name, %call, "host callback panicked");
-            panicked(name)
-        }
-    };
+    let reply = answer_guarded(&*control_point, request).await;
     let _ = tx.send(Input::HostReply { call, reply }).await;
-}
-
-fn panicked(callback: &'static str) -> HostReply {
-    let error = HostError::panicked(callback);
-    match callback {
-        "on_task" => HostReply::Task(Err(error)),
-        "on_self_task" => HostReply::SelfTask(Err(error)),
-        "on_route" => HostReply::Route(Err(error)),
-        _ => HostReply::Negotiation(Err(error)),
-    }
 }

@@ -1,50 +1,15 @@
-//! What a run hands back while and after it runs: event envelopes, the `on_finish` hook and the
+//! What a run hands back while and after it runs: the `on_finish` hook, the event sink and the
 //! [`RunHandle`].
 
 use std::pin::Pin;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll};
-use std::time::{SystemTime, UNIX_EPOCH};
 
-use a2at_core::event::{Event, EventType};
+use a2at_core::driver_support::EventEnvelope;
 use a2at_core::result::{ExecutionResult, RunError};
-use futures::Stream;
+use futures::channel::{mpsc, oneshot};
 use futures::future::BoxFuture;
-use serde::{Deserialize, Serialize};
-use serde_json::Value;
-use tokio::sync::{mpsc, oneshot, watch};
-
-/// One event as the host sees it: `{type, data, timestamp}` (LC-4).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct EventEnvelope {
-    /// The stable event type (`start`, `step_start`, …, `close`).
-    #[serde(rename = "type")]
-    pub kind: EventType,
-    /// The payload, shaped per type as documented on [`EventType`].
-    pub data: Value,
-    /// When the runtime delivered it: seconds since the Unix epoch.
-    pub timestamp: f64,
-}
-
-impl EventEnvelope {
-    /// Wraps a core event with the current wall-clock time.
-    pub(crate) fn stamp(event: Event) -> EventEnvelope {
-        let timestamp = SystemTime::now()
-            .duration_since(UNIX_EPOCH)
-            .map(|d| d.as_secs_f64())
-            .unwrap_or(0.0);
-        EventEnvelope {
-            kind: event.kind,
-            data: event.data,
-            timestamp,
-        }
-    }
-
-    /// The stable type string.
-    pub fn type_str(&self) -> &'static str {
-        self.kind.as_str()
-    }
-}
+use futures::{Stream, StreamExt};
 
 /// A synchronous observer of every event. Its panics are caught and ignored: events never affect
 /// execution (EV catalogue). It may be called from any thread.
@@ -71,7 +36,8 @@ pub struct RunHandle {
     pub(crate) seed: u64,
     pub(crate) events: Option<mpsc::UnboundedReceiver<EventEnvelope>>,
     pub(crate) result: oneshot::Receiver<ExecutionResult>,
-    pub(crate) cancel: watch::Sender<bool>,
+    /// Sending or dropping it cancels the run.
+    pub(crate) cancel: Mutex<Option<oneshot::Sender<()>>>,
 }
 
 impl RunHandle {
@@ -89,7 +55,7 @@ impl RunHandle {
     /// The next event, or `None` after `close` (or when [`RunHandle::events`] took the stream).
     pub async fn next_event(&mut self) -> Option<EventEnvelope> {
         match &mut self.events {
-            Some(rx) => rx.recv().await,
+            Some(rx) => rx.next().await,
             None => None,
         }
     }
@@ -106,7 +72,10 @@ impl RunHandle {
     /// results. The result (code `workflow.cancelled`) still arrives through
     /// [`RunHandle::result`].
     pub fn cancel(&self) {
-        self.cancel.send_replace(true);
+        let sender = self.cancel.lock().unwrap_or_else(|e| e.into_inner()).take();
+        if let Some(sender) = sender {
+            let _ = sender.send(());
+        }
     }
 
     /// Waits for the result. Dropping this future cancels the run.
@@ -149,7 +118,7 @@ impl Stream for EventStream {
 
     fn poll_next(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<EventEnvelope>> {
         match &mut self.rx {
-            Some(rx) => rx.poll_recv(cx),
+            Some(rx) => rx.poll_next_unpin(cx),
             None => Poll::Ready(None),
         }
     }

@@ -9,6 +9,7 @@ use std::time::Duration;
 
 use a2at_core::a2a::{AgentCard, Binding};
 use a2at_core::agents::{AgentDirectory, DirectoryError};
+use a2at_core::driver_support::EventEnvelope;
 use a2at_core::host::{
     ControlPoint, HostError, MessageContent, NegotiationReply, NegotiationRequest,
     TaskExecutionResult, TaskRequest, TaskStatus, codes,
@@ -17,12 +18,14 @@ use a2at_core::result::ExecutionResult;
 use a2at_core::run::{Run, RunConfig, RunStart};
 use a2at_core::workflow::{ValidatedWorkflow, WorkflowError, parse_and_validate};
 use futures::FutureExt;
-use tokio::sync::{mpsc, oneshot, watch};
+use futures::channel::{mpsc, oneshot};
 use tracing::Instrument;
 
-use crate::driver::Driver;
-use crate::events::{EventEnvelope, EventSink, OnFinish, OnFinishError, RunHandle};
-use crate::http::{AuthHook, HttpClient, Limits, Transport};
+use super::Rt;
+use super::driver::Driver;
+use super::events::{EventSink, OnFinish, OnFinishError, RunHandle};
+use super::transport::{AuthHook, HttpClient, Limits, Transport};
+use crate::rt::Runtime;
 
 /// Where each run's id seed comes from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -281,8 +284,8 @@ impl Engine {
         }
     }
 
-    /// Starts a run in its own task and returns its handle (events, cancel, result). Must be
-    /// called inside a tokio runtime.
+    /// Starts a run in its own task and returns its handle (events, cancel, result). See
+    /// [`RunBuilder::spawn`] for where the task runs.
     pub fn start<C: ControlPoint + 'static>(
         &self,
         workflow: impl Into<Arc<ValidatedWorkflow>>,
@@ -437,7 +440,9 @@ impl<C: ControlPoint + 'static> RunBuilder<C> {
         self
     }
 
-    /// Starts the run in its own task. Must be called inside a tokio runtime.
+    /// Starts the run in its own task on the runtime's executor: with `a2at-tokio` it must be
+    /// called inside a tokio runtime; with `a2at-smol` it runs on smol's global executor and may
+    /// be called from any thread.
     pub fn spawn(self) -> RunHandle {
         let seed = self.seed.unwrap_or_else(|| self.engine.next_seed());
         let run = Run::new(
@@ -448,8 +453,8 @@ impl<C: ControlPoint + 'static> RunBuilder<C> {
         );
         let execution_id = run.execution_id().to_owned();
         tracing::info!(%execution_id, seed, "run started");
-        let (events_tx, events_rx) = mpsc::unbounded_channel();
-        let (cancel_tx, cancel_rx) = watch::channel(false);
+        let (events_tx, events_rx) = mpsc::unbounded();
+        let (cancel_tx, cancel_rx) = oneshot::channel();
         let (result_tx, result_rx) = oneshot::channel();
         let driver = Driver {
             transport: self.engine.inner.transport.clone(),
@@ -459,7 +464,7 @@ impl<C: ControlPoint + 'static> RunBuilder<C> {
             events_tx,
         };
         let span = tracing::info_span!("a2at_run", %execution_id, seed);
-        tokio::spawn(
+        Runtime::spawn(
             async move {
                 let result = driver.drive(run, cancel_rx).await;
                 let _ = result_tx.send(result);
@@ -471,7 +476,7 @@ impl<C: ControlPoint + 'static> RunBuilder<C> {
             seed,
             events: Some(events_rx),
             result: result_rx,
-            cancel: cancel_tx,
+            cancel: std::sync::Mutex::new(Some(cancel_tx)),
         }
     }
 

@@ -1,0 +1,37 @@
+//! The smol side of the shared code: tasks on smol's global executor, `std` clock, `async-io`
+//! timers. Nothing here needs a tokio runtime.
+
+use std::future::Future;
+use std::pin::Pin;
+use std::time::{Duration, Instant};
+
+use crate::shared::Rt;
+
+/// The smol runtime, as the shared engine sees it.
+pub(crate) struct Runtime;
+
+impl Rt for Runtime {
+    type Instant = Instant;
+
+    fn now() -> Instant {
+        Instant::now()
+    }
+
+    fn elapsed(earlier: Instant) -> Duration {
+        earlier.elapsed()
+    }
+
+    fn add(at: Instant, d: Duration) -> Option<Instant> {
+        at.checked_add(d)
+    }
+
+    fn sleep_until(at: Instant) -> Pin<Box<dyn Future<Output = ()> + Send>> {
+        Box::pin(async move {
+            smol::Timer::at(at).await;
+        })
+    }
+
+    fn spawn(task: impl Future<Output = ()> + Send + 'static) {
+        smol::spawn(task).detach();
+    }
+}

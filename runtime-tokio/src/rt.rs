@@ -1,0 +1,37 @@
+//! The tokio side of the shared code: tasks on the current tokio runtime, tokio's (pausable)
+//! clock and timers.
+
+use std::future::Future;
+use std::pin::Pin;
+use std::time::Duration;
+
+use tokio::time::Instant;
+
+use crate::shared::Rt;
+
+/// The tokio runtime, as the shared engine sees it.
+pub(crate) struct Runtime;
+
+impl Rt for Runtime {
+    type Instant = Instant;
+
+    fn now() -> Instant {
+        Instant::now()
+    }
+
+    fn elapsed(earlier: Instant) -> Duration {
+        earlier.elapsed()
+    }
+
+    fn add(at: Instant, d: Duration) -> Option<Instant> {
+        at.checked_add(d)
+    }
+
+    fn sleep_until(at: Instant) -> Pin<Box<dyn Future<Output = ()> + Send>> {
+        Box::pin(tokio::time::sleep_until(at))
+    }
+
+    fn spawn(task: impl Future<Output = ()> + Send + 'static) {
+        tokio::spawn(task);
+    }
+}

@@ -1,0 +1,42 @@
+//! Runtime-agnostic async code shared by `a2at-tokio` and `a2at-smol`.
+//!
+//! Both crates compile this directory as their own module with
+//! `#[path = "…/runtime-tokio/src/shared/mod.rs"] mod shared;`, so the engine, the driver loop,
+//! the run handle and the exchange task exist once. It uses only `futures` channels and abort
+//! handles, `async-lock` semaphores and hyper's types. What differs per runtime is supplied by
+//! the including crate:
+//!
+//! * `crate::rt::Runtime`, implementing [`Rt`] (spawn, clock, timer);
+//! * `crate::http::Connector`, with `new() -> Result<Connector, EngineError>` and
+//!   `async fn request(&self, http::Request<Full<Bytes>>) -> Result<http::Response<Incoming>,
+//!   (TransportErrorKind, String)>`.
+
+pub(crate) mod driver;
+pub(crate) mod engine;
+pub(crate) mod events;
+pub(crate) mod transport;
+
+use std::future::Future;
+use std::pin::Pin;
+use std::time::Duration;
+
+/// What the shared code needs from an async runtime.
+pub(crate) trait Rt {
+    /// A point on the runtime's monotonic clock.
+    type Instant: Copy + Send + Sync + 'static;
+
+    /// The runtime's clock (tokio's is pausable in tests).
+    fn now() -> Self::Instant;
+
+    /// Time elapsed since `earlier`.
+    fn elapsed(earlier: Self::Instant) -> Duration;
+
+    /// `at + d`, or `None` on overflow.
+    fn add(at: Self::Instant, d: Duration) -> Option<Self::Instant>;
+
+    /// A future that resolves at `at`.
+    fn sleep_until(at: Self::Instant) -> Pin<Box<dyn Future<Output = ()> + Send>>;
+
+    /// Runs `task` in the background, detached.
+    fn spawn(task: impl Future<Output = ()> + Send + 'static);
+}

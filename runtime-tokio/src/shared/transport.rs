@@ -1,0 +1,201 @@
+//! The exchange task that turns an [`HttpRequest`] into response inputs, the engine-wide
+//! concurrency limits and the public [`HttpClient`] around the runtime's connector.
+
+use std::collections::BTreeMap;
+use std::error::Error as StdError;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use a2at_core::a2a::HttpMethod;
+use a2at_core::io::{HttpRequest, Input, TransportError, TransportErrorKind};
+use async_lock::{Semaphore, SemaphoreGuardArc};
+use bytes::Bytes;
+use futures::SinkExt;
+use futures::channel::mpsc;
+use http_body_util::{BodyExt, Full};
+
+use super::engine::EngineError;
+use crate::http::Connector;
+
+/// Produces extra request headers (authentication) for one exchange, or a message saying why it
+/// cannot; a failure is reported to the core as a [`TransportErrorKind::Auth`] failure.
+///
+/// This is the hook for the authentication issue; the engine calls it just before sending.
+pub type AuthHook =
+    Arc<dyn Fn(&HttpRequest) -> Result<Vec<(String, String)>, String> + Send + Sync>;
+
+/// The pooled HTTP/1.1 client of an engine (http and https, TLS verified against the webpki
+/// roots, `TCP_NODELAY` on). Cloning shares the pool and the request counter.
+#[derive(Clone)]
+pub struct HttpClient {
+    connector: Arc<Connector>,
+    sent: Arc<AtomicU64>,
+}
+
+impl std::fmt::Debug for HttpClient {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("HttpClient")
+            .field("requests_sent", &self.requests_sent())
+            .finish_non_exhaustive()
+    }
+}
+
+impl HttpClient {
+    /// A new client with its own connection pool.
+    pub fn new() -> Result<HttpClient, EngineError> {
+        Ok(HttpClient {
+            connector: Arc::new(Connector::new()?),
+            sent: Arc::new(AtomicU64::new(0)),
+        })
+    }
+
+    /// How many requests this client (and its clones) has handed to the connection pool.
+    pub fn requests_sent(&self) -> u64 {
+        self.sent.load(Ordering::Relaxed)
+    }
+}
+
+/// The engine-wide concurrency limits: overall and per agent (TR-13).
+#[derive(Debug)]
+pub(crate) struct Limits {
+    overall: Arc<Semaphore>,
+    per_agent: BTreeMap<String, Arc<Semaphore>>,
+}
+
+impl Limits {
+    pub(crate) fn new<'a>(
+        agents: impl Iterator<Item = &'a str>,
+        per_agent: usize,
+        overall: usize,
+    ) -> Limits {
+        Limits {
+            overall: Arc::new(Semaphore::new(overall)),
+            per_agent: agents
+                .map(|a| (a.to_owned(), Arc::new(Semaphore::new(per_agent))))
+                .collect(),
+        }
+    }
+
+    /// Waits for a slot for `agent`, then for an overall slot (in that order, so exchanges
+    /// queued behind a busy agent never hold overall slots).
+    async fn acquire(&self, agent: &str) -> Vec<SemaphoreGuardArc> {
+        let mut permits = Vec::with_capacity(2);
+        if let Some(sem) = self.per_agent.get(agent) {
+            permits.push(sem.acquire_arc().await);
+        }
+        permits.push(self.overall.acquire_arc().await);
+        permits
+    }
+}
+
+/// What an exchange task needs from the engine.
+pub(crate) struct Transport {
+    pub(crate) client: HttpClient,
+    pub(crate) limits: Limits,
+    pub(crate) auth: Option<AuthHook>,
+}
+
+impl Transport {
+    /// Carries out one exchange, feeding head, body frames and end (or a failure) to `tx`.
+    pub(crate) async fn exchange(&self, req: HttpRequest, mut tx: mpsc::Sender<Input>) {
+        let op = req.op;
+        let fail = |kind: TransportErrorKind, message: String| Input::TransportFailed {
+            op,
+            error: TransportError { kind, message },
+        };
+        let _permits = self.limits.acquire(&req.agent).await;
+        let extra = match &self.auth {
+            None => Vec::new(),
+            Some(hook) => match hook(&req) {
+                Ok(headers) => headers,
+                Err(message) => {
+                    let _ = tx.send(fail(TransportErrorKind::Auth, message)).await;
+                    return;
+                }
+            },
+        };
+        let request = match build_request(req, extra) {
+            Ok(r) => r,
+            Err(message) => {
+                let _ = tx.send(fail(TransportErrorKind::Other, message)).await;
+                return;
+            }
+        };
+        self.client.sent.fetch_add(1, Ordering::Relaxed);
+        let response = match self.client.connector.request(request).await {
+            Ok(r) => r,
+            Err((kind, message)) => {
+                let _ = tx.send(fail(kind, message)).await;
+                return;
+            }
+        };
+        let (parts, mut body) = response.into_parts();
+        let headers = parts
+            .headers
+            .iter()
+            .map(|(n, v)| {
+                (
+                    n.as_str().to_owned(),
+                    String::from_utf8_lossy(v.as_bytes()).into_owned(),
+                )
+            })
+            .collect();
+        let head = Input::ResponseHead {
+            op,
+            status: parts.status.as_u16(),
+            headers,
+        };
+        if tx.send(head).await.is_err() {
+            return;
+        }
+        loop {
+            let input = match body.frame().await {
+                None => Input::ResponseEnd { op },
+                Some(Err(e)) => fail(TransportErrorKind::Io, describe(&e)),
+                Some(Ok(frame)) => match frame.into_data() {
+                    Ok(data) if data.is_empty() => continue,
+                    Ok(data) => Input::ResponseBody {
+                        op,
+                        chunk: data.to_vec(),
+                    },
+                    Err(_trailers) => continue,
+                },
+            };
+            let last = !matches!(input, Input::ResponseBody { .. });
+            if tx.send(input).await.is_err() || last {
+                return;
+            }
+        }
+    }
+}
+
+fn build_request(
+    req: HttpRequest,
+    extra: Vec<(String, String)>,
+) -> Result<http::Request<Full<Bytes>>, String> {
+    let method = match req.method {
+        HttpMethod::Get => http::Method::GET,
+        HttpMethod::Post => http::Method::POST,
+    };
+    let mut builder = http::Request::builder()
+        .method(method)
+        .uri(req.url.as_str());
+    for (name, value) in req.headers.iter().chain(extra.iter()) {
+        builder = builder.header(name.as_str(), value.as_str());
+    }
+    builder
+        .body(Full::new(Bytes::from(req.body)))
+        .map_err(|e| format!("cannot build the HTTP request: {e}"))
+}
+
+/// The error with its source chain, for logs (hyper errors carry no request data).
+pub(crate) fn describe(e: &(dyn StdError + 'static)) -> String {
+    let mut out = e.to_string();
+    let mut source = e.source();
+    while let Some(s) = source {
+        out.push_str(": ");
+        out.push_str(&s.to_string());
+        source = s.source();
+    }
+    out
+}
