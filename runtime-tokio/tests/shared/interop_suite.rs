@@ -1,0 +1,337 @@
+//! Interop with real A2A agents written with the official Python SDK (`a2a-sdk` 1.3.0), started
+//! from `tests/interop/agents.py`: one suite, compiled once per runtime. The including test file
+//! binds `rt` (the runtime crate) and `block_on`. Ignored unless asked for: `tests/run` sets up
+//! the Python environment, exports `A2AT_INTEROP_PYTHON` and runs them with `--ignored`.
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::TcpStream;
+use std::process::{Child, ChildStdin, Command, Stdio};
+use std::sync::{Arc, Mutex, OnceLock};
+use std::time::Duration;
+
+use super::block_on;
+use super::rt::core::a2a::{AgentCard, Binding};
+use super::rt::core::a2at::{NEGOTIATION_T_URI, Performative};
+use super::rt::core::host::{
+    MessageContent, NegotiationReply, RouteDecision, TaskResult, TaskStatus, codes,
+};
+use super::rt::core::run::RunStart;
+use super::rt::core::workflow::parse_and_validate;
+use super::rt::{BuiltControlPoint, ControlPointBuilder, Engine};
+use serde_json::{Value, json};
+
+pub(crate) struct Peers {
+    _child: Mutex<Child>,
+    _stdin: Mutex<ChildStdin>,
+    pub(crate) cards: Vec<AgentCard>,
+}
+
+const IGNORED: &str = "needs the Python interop peers: run tests/run (or set A2AT_INTEROP_PYTHON)";
+
+pub(crate) fn peers() -> &'static Peers {
+    static PEERS: OnceLock<Peers> = OnceLock::new();
+    PEERS.get_or_init(|| {
+        let python = std::env::var("A2AT_INTEROP_PYTHON").unwrap_or_else(|_| panic!("{IGNORED}"));
+        let root = concat!(env!("CARGO_MANIFEST_DIR"), "/..");
+        let mut child = Command::new(python)
+            .arg("tests/interop/agents.py")
+            .current_dir(root)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("the Python agents start");
+        let stdin = child.stdin.take().expect("piped stdin");
+        let mut line = String::new();
+        BufReader::new(child.stdout.take().expect("piped stdout"))
+            .read_line(&mut line)
+            .expect("READY line");
+        let json: Value =
+            serde_json::from_str(line.trim().strip_prefix("READY ").expect("READY prefix"))
+                .expect("READY json");
+        let cards = json
+            .as_object()
+            .expect("object of cards")
+            .values()
+            .map(|c| AgentCard::from_json_value(c).expect("card parses"))
+            .collect();
+        Peers {
+            _child: Mutex::new(child),
+            _stdin: Mutex::new(stdin),
+            cards,
+        }
+    })
+}
+
+fn engine(binding: Binding) -> Engine {
+    Engine::builder(peers().cards.clone())
+        .preferred_binding(binding)
+        .task_budget(Duration::from_secs(30))
+        .poll_interval(Duration::from_millis(100))
+        .build()
+        .expect("valid cards")
+}
+
+fn host() -> BuiltControlPoint {
+    ControlPointBuilder::new()
+        .on_task(|r| async move {
+            let content = MessageContent::text(r.instruction.clone());
+            Ok(if r.agent_name == "negotiator" {
+                content.with_extension(NEGOTIATION_T_URI)
+            } else {
+                content
+            })
+        })
+        .on_self_task(|r| async move {
+            let upstream: Vec<String> = r
+                .workflow_input
+                .upstream_results
+                .iter()
+                .map(|u| u.step_name.clone())
+                .collect();
+            Ok(TaskResult::success(vec![json!({ "summary_of": upstream })]))
+        })
+        .on_route(|r| async move {
+            Ok(RouteDecision {
+                allowed: r.condition == "take it",
+                reason: None,
+            })
+        })
+        .on_negotiation(|r| async move {
+            Ok(NegotiationReply::Send {
+                content: r
+                    .reply(Performative::Accept, "Accept: sites Site1, Site2")
+                    .expect("valid context"),
+            })
+        })
+        .build()
+}
+
+fn one_step(agent: &str, text: &str) -> super::rt::core::workflow::ValidatedWorkflow {
+    parse_and_validate(
+        &json!({"steps": [{"name": "s", "subtasks": [{"agent": agent, "description": text}]}]})
+            .to_string(),
+    )
+    .expect("valid workflow")
+}
+
+const BINDINGS: [Binding; 2] = [Binding::JsonRpc, Binding::HttpJson];
+
+#[test]
+#[ignore = "needs the Python interop peers: run tests/run"]
+fn a_blocking_agent_completes_on_both_bindings() {
+    block_on(async {
+        for binding in BINDINGS {
+            let r = engine(binding)
+                .execute(
+                    one_step("echo", "hello"),
+                    RunStart::default(),
+                    Arc::new(host()),
+                )
+                .await;
+            assert!(r.success, "{binding:?}: {:?}", r.history);
+            assert_eq!(
+                r.step_outputs["s"]["hello"],
+                vec![json!("echo: hello")],
+                "{binding:?}"
+            );
+            assert!(r.history[0].remote_task_id.is_some());
+        }
+    });
+}
+
+#[test]
+#[ignore = "needs the Python interop peers: run tests/run"]
+fn a_streaming_agent_delivers_assembled_artifact_chunks_on_both_bindings() {
+    block_on(async {
+        for binding in BINDINGS {
+            let r = engine(binding)
+                .execute(
+                    one_step("streamer", "go"),
+                    RunStart::default(),
+                    Arc::new(host()),
+                )
+                .await;
+            assert!(r.success, "{binding:?}: {:?}", r.history);
+            assert_eq!(
+                r.step_outputs["s"]["go"],
+                vec![json!("chunk1 "), json!("chunk2: go")],
+                "{binding:?}"
+            );
+        }
+    });
+}
+
+#[test]
+#[ignore = "needs the Python interop peers: run tests/run"]
+fn an_input_required_negotiation_round_trip_completes_on_both_bindings() {
+    block_on(async {
+        for binding in BINDINGS {
+            let r = engine(binding)
+                .execute(
+                    one_step("negotiator", "energy saving"),
+                    RunStart::default(),
+                    Arc::new(host()),
+                )
+                .await;
+            assert!(r.success, "{binding:?}: {:?}", r.history);
+            assert_eq!(
+                r.step_outputs["s"]["energy saving"],
+                vec![json!("agreed after 2 rounds")]
+            );
+        }
+    });
+}
+
+#[test]
+#[ignore = "needs the Python interop peers: run tests/run"]
+fn a_failed_task_keeps_its_evidence() {
+    block_on(async {
+        let r = engine(Binding::JsonRpc)
+            .execute(
+                one_step("failer", "x"),
+                RunStart::default(),
+                Arc::new(host()),
+            )
+            .await;
+        assert!(!r.success);
+        let h = &r.history[0];
+        assert_eq!(h.error_code.as_deref(), Some(codes::REMOTE_TASK_FAILED));
+        let evidence = serde_json::to_string(&h.received_messages).unwrap();
+        assert!(
+            evidence.contains("simulated business failure"),
+            "{evidence}"
+        );
+    });
+}
+
+#[test]
+#[ignore = "needs the Python interop peers: run tests/run"]
+fn a_rejected_call_projects_the_error_envelope_on_both_bindings() {
+    // Claim streaming for the blocking echo agent: the server rejects the streaming call before
+    // creating a task, with the standard error envelope.
+    block_on(async {
+        for binding in BINDINGS {
+            let cards: Vec<AgentCard> = peers()
+                .cards
+                .iter()
+                .cloned()
+                .map(|mut c| {
+                    if c.name == "echo" {
+                        c.capabilities.streaming = Some(true);
+                    }
+                    c
+                })
+                .collect();
+            let engine = Engine::builder(cards)
+                .preferred_binding(binding)
+                .build()
+                .unwrap();
+            let r = engine
+                .execute(one_step("echo", "x"), RunStart::default(), Arc::new(host()))
+                .await;
+            assert!(!r.success);
+            let code = r.history[0].error_code.clone().unwrap();
+            assert!(code.starts_with("a2a."), "{binding:?}: {code}");
+            assert!(r.history[0].remote_task_id.is_none());
+        }
+    });
+}
+
+/// Reads a task's state straight from the agent over HTTP+JSON (no engine involved).
+fn remote_state(card: &AgentCard, task_id: &str) -> String {
+    let rest = card
+        .supported_interfaces
+        .iter()
+        .find(|i| i.protocol_binding == "HTTP+JSON")
+        .expect("REST interface")
+        .url
+        .clone();
+    let without_scheme = rest.strip_prefix("http://").expect("http url");
+    let (authority, base) = without_scheme.split_once('/').unwrap();
+    let mut stream = TcpStream::connect(authority).unwrap();
+    write!(
+        stream,
+        "GET /{base}/tasks/{task_id} HTTP/1.1\r\nHost: {authority}\r\nA2A-Version: 1.0\r\nConnection: close\r\n\r\n"
+    )
+    .unwrap();
+    let mut response = String::new();
+    stream.read_to_string(&mut response).unwrap();
+    let body = response.split("\r\n\r\n").nth(1).unwrap_or("");
+    let start = body.find('{').unwrap_or(0);
+    let end = body.rfind('}').map_or(body.len(), |e| e + 1);
+    let task: Value = serde_json::from_str(&body[start..end]).unwrap_or(Value::Null);
+    task.pointer("/status/state")
+        .and_then(Value::as_str)
+        .unwrap_or("?")
+        .to_owned()
+}
+
+#[test]
+#[ignore = "needs the Python interop peers: run tests/run"]
+fn cancelling_midway_cancels_the_remote_task_on_both_bindings() {
+    block_on(async {
+        for binding in BINDINGS {
+            let mut handle = engine(binding).start(
+                one_step("slow", "wait"),
+                RunStart::default(),
+                Arc::new(host()),
+            );
+            while let Some(event) = handle.next_event().await {
+                if event.type_str() == "agent_status_update"
+                    && event.data["state"] == "TASK_STATE_WORKING"
+                {
+                    break;
+                }
+            }
+            handle.cancel();
+            let r = handle.result().await;
+            assert!(!r.success);
+            assert_eq!(r.error.as_ref().unwrap().code, codes::CANCELLED);
+            let h = &r.history[0];
+            assert_eq!(h.status, TaskStatus::Cancelled);
+            let task = h.remote_task_id.clone().expect("the task was known");
+            let card = peers().cards.iter().find(|c| c.name == "slow").unwrap();
+            assert_eq!(
+                remote_state(card, &task),
+                "TASK_STATE_CANCELED",
+                "{binding:?}"
+            );
+        }
+    });
+}
+
+#[test]
+#[ignore = "needs the Python interop peers: run tests/run"]
+fn a_multi_step_workflow_with_fan_out_and_routing_runs_against_python_agents() {
+    let wf = parse_and_validate(&json!({"name": "interop", "steps": [
+        {"name": "fan", "subtasks": [{"agent": "echo", "description": "a"}, {"agent": "streamer", "description": "b"}],
+         "next": [{"step": "negotiate"}, {"step": "merge"}]},
+        {"name": "negotiate", "subtasks": [{"agent": "negotiator", "description": "c"}], "next": [{"step": "merge"}]},
+        {"name": "merge", "step_type": "SELF_LOOP", "context_from": "*", "subtasks": [{"agent": "me", "description": "m"}],
+         "next": [{"step": "taken", "condition": "take it"}, {"step": "not_taken", "condition": "leave it"}]},
+        {"name": "taken", "subtasks": [{"agent": "echo", "description": "t"}]},
+        {"name": "not_taken", "subtasks": [{"agent": "failer", "description": "n"}]}
+    ]}).to_string()).unwrap();
+    block_on(async {
+        for binding in BINDINGS {
+            let seen = Arc::new(Mutex::new(Vec::new()));
+            let seen2 = seen.clone();
+            let r = engine(binding)
+                .run(wf.clone(), Arc::new(host()))
+                .event_sink(move |e| seen2.lock().unwrap().push(e.type_str()))
+                .execute()
+                .await;
+            assert!(r.success, "{binding:?}: {:?}", r.error);
+            assert_eq!(
+                r.step_outputs["merge"]["m"],
+                vec![json!({"summary_of": ["fan", "negotiate"]})]
+            );
+            assert_eq!(r.step_outputs["taken"]["t"], vec![json!("echo: t")]);
+            assert!(!r.step_outputs.contains_key("not_taken"));
+            let seen = seen.lock().unwrap();
+            assert_eq!(seen.first(), Some(&"start"));
+            assert_eq!(seen.last(), Some(&"close"));
+        }
+    });
+}
