@@ -42,9 +42,15 @@ enum Command {
         /// Output format.
         #[arg(long, value_enum, default_value_t = Format::Mermaid)]
         format: Format,
-        /// An `ExecutionResult` JSON file of a finished run: colours steps by their status.
+        /// A finished run: an `ExecutionResult` JSON file or an a2at trace (JSON lines), whose
+        /// step statuses colour the graph.
         #[arg(long)]
         result: Option<PathBuf>,
+    },
+    /// Replay an a2at trace through a fresh core run and compare every output with the recording.
+    Replay {
+        /// The trace (JSON lines, as written by `a2at_core::trace`).
+        trace: PathBuf,
     },
     /// Run a workflow against real agents, answering the host's decisions from a policy file.
     Run {
@@ -98,6 +104,7 @@ fn main() -> ExitCode {
             format,
             result,
         }) => graph(&workflow, format, result.as_deref()),
+        Some(Command::Replay { trace }) => replay(&trace),
         Some(Command::Run {
             workflow,
             cards,
@@ -197,9 +204,7 @@ fn graph(path: &Path, format: Format, result: Option<&Path>) -> ExitCode {
         Some(p) => {
             let parsed = std::fs::read_to_string(p)
                 .map_err(|e| e.to_string())
-                .and_then(|t| {
-                    serde_json::from_str::<ExecutionResult>(&t).map_err(|e| e.to_string())
-                });
+                .and_then(|t| result_of(&t));
             match parsed {
                 Ok(r) => Some(r.steps.into_iter().map(|s| (s.name, s.status)).collect()),
                 Err(e) => {
@@ -215,4 +220,57 @@ fn graph(path: &Path, format: Format, result: Option<&Path>) -> ExitCode {
     };
     print!("{}", render_graph(&wf, format, statuses.as_ref()));
     ExitCode::SUCCESS
+}
+
+/// An `ExecutionResult` from a result file, or from replaying a trace file.
+fn result_of(text: &str) -> Result<ExecutionResult, String> {
+    if let Ok(result) = serde_json::from_str::<ExecutionResult>(text) {
+        return Ok(result);
+    }
+    let trace = a2at_core::trace::parse_trace(text).map_err(|e| e.to_string())?;
+    let report = a2at_core::trace::replay(&trace).map_err(|e| e.to_string())?;
+    report
+        .result
+        .ok_or_else(|| "the trace ends before the run finished".to_owned())
+}
+
+fn replay(path: &Path) -> ExitCode {
+    let text = match std::fs::read_to_string(path) {
+        Ok(t) => t,
+        Err(e) => {
+            eprintln!("a2at: cannot read {}: {e}", path.display());
+            return ExitCode::from(2);
+        }
+    };
+    let trace = match a2at_core::trace::parse_trace(&text) {
+        Ok(t) => t,
+        Err(e) => {
+            eprintln!("a2at: {} is not an a2at trace: {e}", path.display());
+            return ExitCode::from(2);
+        }
+    };
+    match a2at_core::trace::replay(&trace) {
+        Ok(report) => {
+            println!(
+                "replayed {}: {} inputs, {} timeouts, {} outputs ({} compared with the recording), identical",
+                path.display(),
+                report.inputs,
+                report.timeouts,
+                report.outputs,
+                report.compared
+            );
+            if let Some(r) = &report.result {
+                let outcome = match &r.error {
+                    None => "success".to_owned(),
+                    Some(e) => format!("failed: {} ({})", e.message, e.code),
+                };
+                println!("result: {outcome}");
+            }
+            ExitCode::SUCCESS
+        }
+        Err(e) => {
+            println!("replay of {} diverged:\n{e}", path.display());
+            ExitCode::from(1)
+        }
+    }
 }

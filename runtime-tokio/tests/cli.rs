@@ -64,3 +64,55 @@ fn graph_prints_mermaid_and_dot() {
     assert!(out.starts_with("digraph"));
     assert!(out.contains("shape=doublecircle"));
 }
+
+#[test]
+fn replay_reproduces_a_golden_trace_and_reports_a_divergence() {
+    let (code, out, _) = a2at(&[
+        "replay",
+        "tests/fixtures/traces/negotiation_two_rounds.jsonl",
+    ]);
+    assert_eq!(code, 0, "{out}");
+    assert!(out.contains("identical"), "{out}");
+    assert!(out.contains("result: success"), "{out}");
+
+    // Change one recorded output: the replay must name the line.
+    let original = std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../tests/fixtures/traces/chain.jsonl"
+    ))
+    .unwrap();
+    let tampered = original.replacen("\"step_start\"", "\"step_complete\"", 1);
+    assert_ne!(tampered, original);
+    let path = std::env::temp_dir().join(format!("a2at-tampered-{}.jsonl", std::process::id()));
+    std::fs::write(&path, tampered).unwrap();
+    let (code, out, _) = a2at(&["replay", path.to_str().unwrap()]);
+    assert_eq!(code, 1, "{out}");
+    assert!(out.contains("diverged") && out.contains("line"), "{out}");
+}
+
+#[test]
+fn graph_overlays_the_statuses_replayed_from_a_trace() {
+    let trace_path = "tests/fixtures/traces/fan_out_join_routing.jsonl";
+    let trace = std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../tests/fixtures/traces/fan_out_join_routing.jsonl"
+    ))
+    .unwrap();
+    let header: serde_json::Value = serde_json::from_str(trace.lines().next().unwrap()).unwrap();
+    let wf = std::env::temp_dir().join(format!("a2at-graph-wf-{}.json", std::process::id()));
+    std::fs::write(&wf, header["workflow"].to_string()).unwrap();
+    let (code, out, err) = a2at(&[
+        "graph",
+        "--format",
+        "dot",
+        "--result",
+        trace_path,
+        wf.to_str().unwrap(),
+    ]);
+    assert_eq!(code, 0, "{err}");
+    assert!(out.contains("[succeeded]"), "{out}");
+    assert!(
+        out.contains("[skipped]"),
+        "the denied branch is shown as skipped:\n{out}"
+    );
+}
