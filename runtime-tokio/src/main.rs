@@ -72,6 +72,9 @@ enum Command {
         /// Write the `ExecutionResult` as JSON to this file (usable with `a2at graph --result`).
         #[arg(long)]
         result: Option<PathBuf>,
+        /// Record the run as an a2at trace (JSON lines) to this file; `a2at replay` replays it.
+        #[arg(long)]
+        trace: Option<PathBuf>,
         /// Prefer this binding when an agent offers several.
         #[arg(long, value_enum)]
         binding: Option<BindingArg>,
@@ -112,6 +115,7 @@ fn main() -> ExitCode {
             input,
             events,
             result,
+            trace,
             binding,
             task_budget_secs,
         }) => run_cmd::run(run_cmd::RunOptions {
@@ -121,6 +125,7 @@ fn main() -> ExitCode {
             input,
             events,
             result,
+            trace,
             binding: binding.map(|b| match b {
                 BindingArg::Jsonrpc => a2at_core::a2a::Binding::JsonRpc,
                 BindingArg::Rest => a2at_core::a2a::Binding::HttpJson,

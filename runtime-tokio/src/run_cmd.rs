@@ -364,6 +364,7 @@ pub(crate) struct RunOptions {
     pub input: Option<String>,
     pub events: Option<PathBuf>,
     pub result: Option<PathBuf>,
+    pub trace: Option<PathBuf>,
     pub binding: Option<Binding>,
     pub task_budget: Option<Duration>,
 }
@@ -416,12 +417,20 @@ fn prepare_and_run(opts: RunOptions) -> Result<bool, String> {
         ..RunStart::default()
     };
     let host = Arc::new(PolicyHost(Arc::new(policy)));
+    let trace_file = match &opts.trace {
+        Some(p) => Some(
+            std::fs::File::create(p).map_err(|e| format!("cannot create {}: {e}", p.display()))?,
+        ),
+        None => None,
+    };
     let result = runtime.block_on(async {
         let narrator = narrator.clone();
         let events = events.clone();
-        engine
-            .run(workflow, host)
-            .start(start)
+        let mut builder = engine.run(workflow, host).start(start);
+        if let Some(file) = trace_file {
+            builder = builder.record(std::io::BufWriter::new(file));
+        }
+        builder
             .event_sink(move |e: &EventEnvelope| {
                 if let Ok(mut n) = narrator.lock() {
                     n.print(started.elapsed(), e);

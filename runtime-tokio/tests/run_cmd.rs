@@ -82,11 +82,21 @@ async fn a_policy_file_drives_content_routes_self_tasks_and_negotiation() {
         dir.join("events.jsonl").display().to_string(),
         "--result".into(),
         dir.join("result.json").display().to_string(),
+        "--trace".into(),
+        dir.join("trace.jsonl").display().to_string(),
     ];
     let (code, out, err) = tokio::task::spawn_blocking(move || run_cli(&args))
         .await
         .unwrap();
     assert_eq!(code, 0, "stdout:\n{out}\nstderr:\n{err}");
+    // The recorded trace replays identically, offline.
+    let trace = dir.join("trace.jsonl").display().to_string();
+    let (code, replayed, err) = run_cli(&["replay".into(), trace]);
+    assert_eq!(code, 0, "stdout:\n{replayed}\nstderr:\n{err}");
+    assert!(
+        replayed.contains("identical") && replayed.contains("result: success"),
+        "{replayed}"
+    );
     assert!(out.contains("result: success"), "{out}");
     assert!(
         out.contains("negotiation round 2 with neg: accepted"),

@@ -7,15 +7,20 @@ use std::sync::Arc;
 use std::task::Poll;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
+use a2at_core::agents::AgentDirectory;
 use a2at_core::driver_support::{EventEnvelope, answer_guarded};
 use a2at_core::event::{Event, EventType};
 use a2at_core::host::{ControlPoint, HostRequest};
 use a2at_core::io::{Input, Output};
 use a2at_core::result::ExecutionResult;
+use a2at_core::run::{RunConfig, RunStart};
+use a2at_core::trace::{TraceHeader, TraceWriter};
+use a2at_core::workflow::ValidatedWorkflow;
 use a2at_core::{CallId, OpId, Run, Timestamp};
 use futures::channel::{mpsc, oneshot};
 use futures::future::{AbortHandle, Abortable};
 use futures::{FutureExt, SinkExt, StreamExt};
+use std::io::Write;
 
 use super::Rt;
 use super::events::{EventSink, OnFinish};
@@ -32,6 +37,54 @@ pub(crate) struct Driver<C> {
     pub(crate) on_finish: Option<OnFinish>,
     pub(crate) sink: Option<EventSink>,
     pub(crate) events_tx: mpsc::UnboundedSender<EventEnvelope>,
+    pub(crate) recorder: Option<Recorder>,
+}
+
+/// Writes the run's trace: every input the driver feeds the core and every output it drains.
+pub(crate) struct Recorder {
+    writer: Box<dyn Write + Send>,
+    lines: TraceWriter,
+}
+
+impl Recorder {
+    /// Writes the header; `None` (logged) when the run cannot be described or written.
+    pub(crate) fn start(
+        mut writer: Box<dyn Write + Send>,
+        workflow: &ValidatedWorkflow,
+        agents: &AgentDirectory,
+        config: &RunConfig,
+        start: &RunStart,
+    ) -> Option<Recorder> {
+        let lines = TraceWriter::new();
+        let header = match TraceHeader::new(workflow, agents, config, start) {
+            Ok(h) => h,
+            Err(error) => {
+                tracing::warn!(%error, "this run cannot be recorded; running without a trace");
+                return None;
+            }
+        };
+        if let Err(error) = writeln!(writer, "{}", lines.header(&header)) {
+            tracing::warn!(%error, "cannot write the trace; running without it");
+            return None;
+        }
+        Some(Recorder { writer, lines })
+    }
+
+    fn write(recorder: &mut Option<Recorder>, line: impl FnOnce(&TraceWriter) -> String) {
+        if let Some(r) = recorder {
+            let text = line(&r.lines);
+            if let Err(error) = writeln!(r.writer, "{text}") {
+                tracing::warn!(%error, "trace write failed; the recording stops here");
+                *recorder = None;
+            }
+        }
+    }
+
+    fn flush(recorder: &mut Option<Recorder>) {
+        if let Some(r) = recorder {
+            let _ = r.writer.flush();
+        }
+    }
 }
 
 /// Why the driver woke up.
@@ -53,7 +106,7 @@ pub(crate) fn stamp_event(event: Event) -> EventEnvelope {
 impl<C: ControlPoint + 'static> Driver<C> {
     /// Drives `run` to its end. `cancel` resolving (sent or dropped) cancels it.
     pub(crate) async fn drive(
-        self,
+        mut self,
         mut run: Run,
         cancel: oneshot::Receiver<()>,
     ) -> ExecutionResult {
@@ -68,6 +121,7 @@ impl<C: ControlPoint + 'static> Driver<C> {
         let mut armed: Option<Timestamp> = None;
         loop {
             while let Some(output) = run.poll_output() {
+                Recorder::write(&mut self.recorder, |w| w.output(&output));
                 match output {
                     Output::Transmit(req) => {
                         let op = req.op;
@@ -96,6 +150,7 @@ impl<C: ControlPoint + 'static> Driver<C> {
                         collected.push(envelope);
                     }
                     Output::Finished(result) => {
+                        Recorder::flush(&mut self.recorder);
                         ops.values()
                             .chain(calls.values())
                             .for_each(AbortHandle::abort);
@@ -155,12 +210,14 @@ impl<C: ControlPoint + 'static> Driver<C> {
                     }
                     _ => {}
                 }
+                Recorder::write(&mut self.recorder, |w| w.input(now, &input));
                 if let Err(misuse) = run.handle(input, now) {
                     tracing::error!(%misuse, "the core rejected an input (runtime bug)");
                 }
             }
             // Expiry is decided by the clock, not by which future woke us.
             if run.poll_timeout().is_some_and(|d| d <= now) {
+                Recorder::write(&mut self.recorder, |w| w.timeout(now));
                 if let Err(misuse) = run.handle_timeout(now) {
                     tracing::error!(%misuse, "the core rejected a timeout (runtime bug)");
                 }

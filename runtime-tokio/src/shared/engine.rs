@@ -22,7 +22,7 @@ use futures::channel::{mpsc, oneshot};
 use tracing::Instrument;
 
 use super::Rt;
-use super::driver::Driver;
+use super::driver::{Driver, Recorder};
 use super::events::{EventSink, OnFinish, OnFinishError, RunHandle};
 use super::transport::{AuthHook, HttpClient, Limits, Transport};
 use crate::rt::Runtime;
@@ -281,6 +281,7 @@ impl Engine {
             on_finish: None,
             sink: None,
             seed: None,
+            trace: None,
         }
     }
 
@@ -385,6 +386,7 @@ pub struct RunBuilder<C> {
     on_finish: Option<OnFinish>,
     sink: Option<EventSink>,
     seed: Option<u64>,
+    trace: Option<Box<dyn std::io::Write + Send>>,
 }
 
 impl<C> std::fmt::Debug for RunBuilder<C> {
@@ -406,6 +408,15 @@ impl<C: ControlPoint + 'static> RunBuilder<C> {
     /// Fixes this run's id seed (overrides [`EngineConfig::seed`]).
     pub fn seed(mut self, seed: u64) -> Self {
         self.seed = Some(seed);
+        self
+    }
+
+    /// Records the run as an a2at trace (JSON lines: a header with the seed, configuration,
+    /// workflow and cards, then every input with its time and every output) into `writer`.
+    /// Replay it with `a2at_core::trace::replay` or `a2at replay`. A write error is logged and
+    /// stops the recording; it never affects the run.
+    pub fn record(mut self, writer: impl std::io::Write + Send + 'static) -> Self {
+        self.trace = Some(Box::new(writer));
         self
     }
 
@@ -445,10 +456,20 @@ impl<C: ControlPoint + 'static> RunBuilder<C> {
     /// be called from any thread.
     pub fn spawn(self) -> RunHandle {
         let seed = self.seed.unwrap_or_else(|| self.engine.next_seed());
+        let config = self.engine.run_config(seed);
+        let recorder = self.trace.and_then(|writer| {
+            Recorder::start(
+                writer,
+                &self.workflow,
+                &self.engine.inner.directory,
+                &config,
+                &self.start,
+            )
+        });
         let run = Run::new(
             self.workflow,
             self.engine.inner.directory.clone(),
-            self.engine.run_config(seed),
+            config,
             self.start,
         );
         let execution_id = run.execution_id().to_owned();
@@ -462,6 +483,7 @@ impl<C: ControlPoint + 'static> RunBuilder<C> {
             on_finish: self.on_finish,
             sink: self.sink,
             events_tx,
+            recorder,
         };
         let span = tracing::info_span!("a2at_run", %execution_id, seed);
         Runtime::spawn(
