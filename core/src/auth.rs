@@ -361,8 +361,9 @@ pub struct Delivery {
     pub accept_header: Option<String>,
 }
 
-/// A login-based credential (AU-5, AU-6).
-#[derive(Debug, Clone, PartialEq)]
+/// A login-based credential (AU-5, AU-6). Its `Debug` shows field names only and a redacted
+/// URL.
+#[derive(Clone, PartialEq)]
 pub struct LoginConfig {
     /// The login endpoint.
     pub login_url: String,
@@ -388,6 +389,27 @@ pub struct LoginConfig {
     pub password_field: String,
     /// Where the token goes.
     pub delivery: Delivery,
+}
+
+impl std::fmt::Debug for LoginConfig {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("LoginConfig")
+            .field("login_url", &crate::protolog::redact_url(&self.login_url))
+            .field("method", &self.method)
+            .field("content_type", &self.content_type)
+            .field(
+                "request_fields",
+                &self.request_fields.keys().collect::<Vec<_>>(),
+            )
+            .field("token_field", &self.token_field)
+            .field("token_ttl", &self.token_ttl)
+            .field("username", &self.username)
+            .field("password", &self.password)
+            .field("username_field", &self.username_field)
+            .field("password_field", &self.password_field)
+            .field("delivery", &self.delivery)
+            .finish()
+    }
 }
 
 const LOGIN_KEYS: [&str; 10] = [
@@ -622,8 +644,9 @@ pub struct AuthContext {
     pub client_certificate: bool,
 }
 
-/// What to put on a request: headers, query parameters and cookies.
-#[derive(Debug, Clone, PartialEq, Eq, Default)]
+/// What to put on a request: headers, query parameters and cookies. Its `Debug` shows names
+/// only.
+#[derive(Clone, PartialEq, Eq, Default)]
 pub struct AuthMaterial {
     /// Headers. An `Accept` entry replaces the request's `Accept`.
     pub headers: Vec<(String, String)>,
@@ -631,6 +654,21 @@ pub struct AuthMaterial {
     pub query: Vec<(String, String)>,
     /// Cookies (`name`, `value`), sent as one `Cookie` header.
     pub cookies: Vec<(String, String)>,
+}
+
+impl std::fmt::Debug for AuthMaterial {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let names = |v: &[(String, String)]| {
+            v.iter()
+                .map(|(n, _)| format!("{n}: ***"))
+                .collect::<Vec<_>>()
+        };
+        f.debug_struct("AuthMaterial")
+            .field("headers", &names(&self.headers))
+            .field("query", &names(&self.query))
+            .field("cookies", &names(&self.cookies))
+            .finish()
+    }
 }
 
 impl AuthMaterial {
@@ -1010,7 +1048,7 @@ impl std::fmt::Debug for LoginRequest {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("LoginRequest")
             .field("method", &self.method)
-            .field("url", &self.url)
+            .field("url", &crate::protolog::redact_url(&self.url))
             .field("content_type", &self.content_type)
             .field("body", &format_args!("<{} bytes>", self.body.len()))
             .finish()

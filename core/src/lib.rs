@@ -119,6 +119,7 @@ pub mod host;
 pub mod ids;
 pub mod io;
 mod machine;
+pub mod protolog;
 mod remote;
 pub mod result;
 pub mod run;
