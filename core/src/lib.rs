@@ -114,6 +114,7 @@ pub mod a2a;
 pub mod a2at;
 pub mod agents;
 pub mod auth;
+pub mod discovery;
 pub mod event;
 pub mod host;
 pub mod ids;
