@@ -113,12 +113,15 @@
 pub mod a2a;
 pub mod a2at;
 pub mod agents;
+pub mod auth;
+pub mod discovery;
 pub mod driver_support;
 pub mod event;
 pub mod host;
 pub mod ids;
 pub mod io;
 mod machine;
+pub mod protolog;
 mod remote;
 pub mod result;
 pub mod run;

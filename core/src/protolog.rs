@@ -1,0 +1,822 @@
+//! Protocol log entries with mandatory redaction (features.md §1.17 PL).
+//!
+//! Every function here returns a `String` that a runtime hands to `tracing` at DEBUG under
+//! [`TARGET`]; the runtime formats entries only when that level is enabled and drops an entry
+//! it cannot produce rather than affect delivery (PL-6). Redaction cannot be turned off:
+//!
+//! * header names and JSON keys containing `authorization`, `cookie`, `token`, `secret` or
+//!   `password` (any case), or equal to `pwd`, `passwd`, `accesssession`, `x-api-key`,
+//!   `api-key`, `apikey`, have their values replaced by `***`; URI-shaped keys (containing
+//!   `://`, e.g. extension URIs) are exempt ([`is_secret_name`]);
+//! * form-encoded and query-string values of `password`, `passwd`, `pwd`, `*token`, `*secret`,
+//!   `accessSession`, `api-key`/`api_key`/`apikey` (and every name [`is_secret_name`] accepts)
+//!   are masked ([`redact_form`], [`redact_url`]);
+//! * `Bearer …` / `Basic …` credentials are masked anywhere;
+//! * JSON is redacted **on the wire text** ([`redact_json_text`]): the text is scanned, not
+//!   parsed and reserialised, so key order, escapes and number spelling stay as sent; a secret
+//!   value cut off by the end of the text is masked to the end;
+//! * login request bodies are credential material: every field value is masked.
+//!
+//! Bodies are capped at [`LogConfig::max_body_chars`] characters (default 100 000, minimum
+//! 256) after redaction, labelled `body truncated`; binary bodies are omitted. Pretty display
+//! (PL-8) reindents valid JSON without changing its tokens: escaped newlines stay escaped and
+//! invalid JSON stays raw.
+//!
+//! Correlation fields (PL-7) come from [`HttpRequest::correlation`] and are local log fields,
+//! never wire metadata.
+
+use crate::a2a::error::{REDACTED, redact_str};
+use crate::auth::{LoginRequest, is_form_content_type, url_decode};
+use crate::io::{Correlation, HttpRequest, OpPurpose};
+use std::fmt::Write as _;
+
+/// The `tracing` target of protocol entries.
+pub const TARGET: &str = "a2at::protocol";
+/// The replacement of secret values.
+pub const MASK: &str = "***";
+/// The smallest body cap (PL-4).
+pub const MIN_BODY_CHARS: usize = 256;
+/// The default body cap (PL-4, CF-17).
+pub const DEFAULT_BODY_CHARS: usize = 100_000;
+
+/// Protocol log knobs (PL-4). Redaction is not a knob.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct LogConfig {
+    /// Include bodies (default true); off, entries say `body=disabled`.
+    pub include_body: bool,
+    /// Character cap of a logged body (default 100 000; values under 256 count as 256).
+    pub max_body_chars: usize,
+    /// Pretty display (default true): one header per line, indented JSON.
+    pub pretty: bool,
+}
+
+impl Default for LogConfig {
+    fn default() -> Self {
+        LogConfig {
+            include_body: true,
+            max_body_chars: DEFAULT_BODY_CHARS,
+            pretty: true,
+        }
+    }
+}
+
+impl LogConfig {
+    /// The cap in force (at least [`MIN_BODY_CHARS`]).
+    pub fn body_cap(&self) -> usize {
+        self.max_body_chars.max(MIN_BODY_CHARS)
+    }
+}
+
+// ------------------------------------------------------------------------------------------
+// Redaction
+// ------------------------------------------------------------------------------------------
+
+const SECRET_PARTS: [&str; 5] = ["authorization", "cookie", "token", "secret", "password"];
+const SECRET_EXACT: [&str; 6] = [
+    "pwd",
+    "passwd",
+    "accesssession",
+    "x-api-key",
+    "api-key",
+    "apikey",
+];
+
+/// Whether a header name or JSON key names a secret (PL-3). URI-shaped names (with `://`) are
+/// never secret.
+pub fn is_secret_name(name: &str) -> bool {
+    if name.contains("://") {
+        return false;
+    }
+    let n = name.trim().to_ascii_lowercase();
+    SECRET_PARTS.iter().any(|p| n.contains(p)) || SECRET_EXACT.contains(&n.as_str())
+}
+
+/// Whether a form or query parameter name is secret (PL-3 form rules plus [`is_secret_name`]).
+pub fn is_secret_form_name(name: &str) -> bool {
+    let n = name.trim().to_ascii_lowercase();
+    is_secret_name(&n)
+        || matches!(
+            n.as_str(),
+            "password" | "passwd" | "pwd" | "accesssession" | "api-key" | "api_key" | "apikey"
+        )
+        || n.ends_with("token")
+        || n.ends_with("secret")
+}
+
+/// Masks `Bearer …` / `Basic …` credentials and the values of secret `name=value` pairs
+/// (e.g. `token=…` in a query string or an unlabelled form body) in free text.
+pub fn mask_credentials(s: &str) -> String {
+    let r = redact_str(s);
+    let r = if r == s { r } else { r.replace(REDACTED, MASK) };
+    if r.contains('=') { mask_pairs(&r) } else { r }
+}
+
+fn mask_pairs(s: &str) -> String {
+    let b = s.as_bytes();
+    let mut out = String::with_capacity(s.len());
+    let (mut last, mut i) = (0, 0);
+    while let Some(p) = s[i..].find('=') {
+        let eq = i + p;
+        let mut st = eq;
+        while st > 0
+            && (b[st - 1].is_ascii_alphanumeric() || matches!(b[st - 1], b'_' | b'-' | b'.' | b'%'))
+        {
+            st -= 1;
+        }
+        let vs = eq + 1;
+        let mut ve = vs;
+        while ve < b.len()
+            && !matches!(b[ve], b'&' | b';' | b',' | b'"' | b'\'' | b'<' | b'>')
+            && !is_ws(b[ve])
+        {
+            ve += 1;
+        }
+        if st < eq && ve > vs && is_secret_form_name(&url_decode(&s[st..eq])) {
+            out.push_str(&s[last..vs]);
+            out.push_str(MASK);
+            last = ve;
+            i = ve;
+        } else {
+            i = vs;
+        }
+    }
+    out.push_str(&s[last..]);
+    out
+}
+
+/// A header value as logged: `***` for a secret name, credentials masked otherwise.
+pub fn redact_header(name: &str, value: &str) -> String {
+    if is_secret_name(name) {
+        MASK.to_owned()
+    } else {
+        mask_credentials(value)
+    }
+}
+
+fn is_ws(b: u8) -> bool {
+    matches!(b, b' ' | b'\t' | b'\n' | b'\r')
+}
+
+/// The index just after the string starting at `b[start] == b'"'`, or `None` if unterminated.
+fn string_end(b: &[u8], start: usize) -> Option<usize> {
+    let mut i = start + 1;
+    while i < b.len() {
+        match b[i] {
+            b'\\' => i += 2,
+            b'"' => return Some(i + 1),
+            _ => i += 1,
+        }
+    }
+    None
+}
+
+/// The index just after the JSON value starting at `start`, or `None` if the text ends first.
+fn value_end(b: &[u8], start: usize) -> Option<usize> {
+    match b.get(start)? {
+        b'"' => string_end(b, start),
+        b'{' | b'[' => {
+            let mut depth = 0usize;
+            let mut i = start;
+            while i < b.len() {
+                match b[i] {
+                    b'"' => {
+                        i = string_end(b, i)?;
+                        continue;
+                    }
+                    b'{' | b'[' => depth += 1,
+                    b'}' | b']' => {
+                        depth -= 1;
+                        if depth == 0 {
+                            return Some(i + 1);
+                        }
+                    }
+                    _ => {}
+                }
+                i += 1;
+            }
+            None
+        }
+        _ => {
+            let mut i = start;
+            while i < b.len() {
+                if matches!(b[i], b',' | b'}' | b']') || is_ws(b[i]) {
+                    return Some(i);
+                }
+                i += 1;
+            }
+            None
+        }
+    }
+}
+
+/// Redacts JSON wire text without reserialising it (PL-3): values under secret keys become
+/// `"***"` (whole objects and arrays included), strings elsewhere have `Bearer`/`Basic`
+/// credentials masked, and a secret value cut off by the end of the text (a truncated or
+/// streamed body) is masked to the end. Text that is not JSON is scanned the same way.
+pub fn redact_json_text(text: &str) -> String {
+    redact_json_with(text, &|k| is_secret_name(k))
+}
+
+fn redact_json_with(text: &str, secret: &dyn Fn(&str) -> bool) -> String {
+    let b = text.as_bytes();
+    let mut out = String::with_capacity(text.len());
+    let mut i = 0;
+    while i < b.len() {
+        let Some(q) = text[i..].find('"').map(|q| i + q) else {
+            out.push_str(&mask_credentials(&text[i..]));
+            break;
+        };
+        out.push_str(&mask_credentials(&text[i..q]));
+        let Some(e) = string_end(b, q) else {
+            // An unterminated string: its content may be a cut-off secret of unknown key.
+            out.push_str(&mask_credentials(&text[q..]));
+            break;
+        };
+        let raw = &text[q..e];
+        let mut j = e;
+        while j < b.len() && is_ws(b[j]) {
+            j += 1;
+        }
+        if j < b.len() && b[j] == b':' {
+            // A key.
+            let key: String = serde_json::from_str(raw).unwrap_or_else(|_| raw.to_owned());
+            out.push_str(raw);
+            let mut k = j + 1;
+            while k < b.len() && is_ws(b[k]) {
+                k += 1;
+            }
+            out.push_str(&text[e..k]);
+            if secret(&key) {
+                if k >= b.len() {
+                    break;
+                }
+                match value_end(b, k) {
+                    Some(ve) => {
+                        out.push('"');
+                        out.push_str(MASK);
+                        out.push('"');
+                        i = ve;
+                    }
+                    None => {
+                        // Cut-off secret: mask to the end of the text.
+                        out.push('"');
+                        out.push_str(MASK);
+                        break;
+                    }
+                }
+            } else {
+                i = k;
+            }
+        } else {
+            out.push_str(&mask_credentials(raw));
+            i = e;
+        }
+    }
+    out
+}
+
+/// Redacts an `application/x-www-form-urlencoded` body or query string (PL-3).
+pub fn redact_form(text: &str) -> String {
+    text.split('&')
+        .map(|pair| match pair.split_once('=') {
+            Some((k, v)) => {
+                if is_secret_form_name(&url_decode(k)) {
+                    format!("{k}={MASK}")
+                } else {
+                    let dv = url_decode(v);
+                    if mask_credentials(&dv) != dv {
+                        format!("{k}={MASK}")
+                    } else {
+                        pair.to_owned()
+                    }
+                }
+            }
+            None => pair.to_owned(),
+        })
+        .collect::<Vec<_>>()
+        .join("&")
+}
+
+/// Redacts a URL for logs: secret query parameters (e.g. `access_token`, `api_key`) become
+/// `***`, and a `user:password@` userinfo becomes `***@`.
+pub fn redact_url(url: &str) -> String {
+    let (before_frag, frag) = match url.find('#') {
+        Some(i) => (&url[..i], &url[i..]),
+        None => (url, ""),
+    };
+    let (base, query) = match before_frag.find('?') {
+        Some(i) => (&before_frag[..i], Some(&before_frag[i + 1..])),
+        None => (before_frag, None),
+    };
+    let mut base = base.to_owned();
+    if let Some(s) = base.find("://") {
+        let auth_end = base[s + 3..].find('/').map_or(base.len(), |p| s + 3 + p);
+        if let Some(at) = base[s + 3..auth_end].rfind('@') {
+            base.replace_range(s + 3..s + 3 + at, MASK);
+        }
+    }
+    match query {
+        Some(q) => format!("{base}?{}{frag}", redact_form(q)),
+        None => format!("{base}{frag}"),
+    }
+}
+
+// ------------------------------------------------------------------------------------------
+// Bodies
+// ------------------------------------------------------------------------------------------
+
+fn media_type(content_type: Option<&str>) -> String {
+    content_type
+        .and_then(|c| c.split(';').next())
+        .unwrap_or("")
+        .trim()
+        .to_ascii_lowercase()
+}
+
+fn is_binary_type(mt: &str) -> bool {
+    mt.starts_with("image/")
+        || mt.starts_with("audio/")
+        || mt.starts_with("video/")
+        || mt.starts_with("font/")
+        || matches!(
+            mt,
+            "application/octet-stream"
+                | "application/pdf"
+                | "application/zip"
+                | "application/gzip"
+                | "application/protobuf"
+                | "application/x-protobuf"
+                | "application/grpc"
+        )
+}
+
+fn looks_json(text: &str) -> bool {
+    matches!(text.trim_start().as_bytes().first(), Some(b'{' | b'['))
+}
+
+/// Reindents valid JSON text token by token (PL-8): strings are copied as they are, so escapes
+/// stay escaped. Invalid JSON is returned unchanged.
+pub fn pretty_json(text: &str) -> String {
+    if serde_json::from_str::<serde::de::IgnoredAny>(text).is_err() {
+        return text.to_owned();
+    }
+    let b = text.as_bytes();
+    let mut out = String::with_capacity(text.len() * 2);
+    let mut depth = 0usize;
+    let newline = |out: &mut String, depth: usize| {
+        out.push('\n');
+        for _ in 0..depth {
+            out.push_str("  ");
+        }
+    };
+    let mut i = 0;
+    while i < b.len() {
+        let c = b[i];
+        match c {
+            b'"' => {
+                let e = string_end(b, i).unwrap_or(b.len());
+                out.push_str(&text[i..e]);
+                i = e;
+                continue;
+            }
+            b'{' | b'[' => {
+                let mut j = i + 1;
+                while j < b.len() && is_ws(b[j]) {
+                    j += 1;
+                }
+                if j < b.len() && matches!(b[j], b'}' | b']') {
+                    out.push(c as char);
+                    out.push(b[j] as char);
+                    i = j + 1;
+                    continue;
+                }
+                out.push(c as char);
+                depth += 1;
+                newline(&mut out, depth);
+            }
+            b'}' | b']' => {
+                depth = depth.saturating_sub(1);
+                newline(&mut out, depth);
+                out.push(c as char);
+            }
+            b',' => {
+                out.push(',');
+                newline(&mut out, depth);
+            }
+            b':' => out.push_str(": "),
+            _ if is_ws(c) => {}
+            _ => {
+                let e = text[i..]
+                    .find(|ch: char| {
+                        matches!(ch, ',' | '}' | ']' | ':' | '"') || ch.is_whitespace()
+                    })
+                    .map_or(b.len(), |p| i + p);
+                out.push_str(&text[i..e]);
+                i = e;
+                continue;
+            }
+        }
+        i += 1;
+    }
+    out
+}
+
+fn cap(text: String, cfg: &LogConfig) -> String {
+    let max = cfg.body_cap();
+    let total = text.chars().count();
+    if total <= max {
+        return text;
+    }
+    let cut: String = text.chars().take(max).collect();
+    format!("{cut}\n[body truncated: {max} of {total} chars shown]")
+}
+
+/// A body as logged: `body=disabled`, `(empty)`, `binary body omitted (N bytes)`, or the
+/// redacted text (form, JSON or plain text by `content_type` and content), prettified when
+/// configured and capped.
+pub fn render_body(content_type: Option<&str>, body: &[u8], cfg: &LogConfig) -> String {
+    if !cfg.include_body {
+        return "body=disabled".to_owned();
+    }
+    if body.is_empty() {
+        return "(empty)".to_owned();
+    }
+    let mt = media_type(content_type);
+    let text = match std::str::from_utf8(body) {
+        Ok(t) if !is_binary_type(&mt) && !t.contains('\0') => t,
+        _ => return format!("binary body omitted ({} bytes)", body.len()),
+    };
+    let redacted = if is_form_content_type(&mt) {
+        redact_form(text)
+    } else if mt == "text/event-stream" {
+        redact_sse_text(text)
+    } else {
+        let r = redact_json_text(text);
+        if cfg.pretty && (mt.contains("json") || looks_json(text)) {
+            pretty_json(&r)
+        } else {
+            r
+        }
+    };
+    cap(redacted, cfg)
+}
+
+fn redact_sse_text(text: &str) -> String {
+    text.split_inclusive('\n')
+        .map(|line| match line.strip_prefix("data:") {
+            Some(d) => format!("data:{}", redact_json_text(d)),
+            None => mask_credentials(line),
+        })
+        .collect()
+}
+
+// ------------------------------------------------------------------------------------------
+// Entries
+// ------------------------------------------------------------------------------------------
+
+/// What an exchange belongs to (PL-7 `channel`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Channel {
+    /// Task traffic (send, reply, poll, resubscribe, cancel).
+    Task,
+    /// Authorization-T.
+    Authorization,
+    /// Notification-T.
+    Notification,
+    /// A credential login (AU-6).
+    Login,
+    /// Registry / PSOP discovery.
+    Discovery,
+}
+
+impl Channel {
+    /// Lower-case name.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Channel::Task => "task",
+            Channel::Authorization => "authorization",
+            Channel::Notification => "notification",
+            Channel::Login => "login",
+            Channel::Discovery => "discovery",
+        }
+    }
+}
+
+/// The correlation fields of an entry (PL-7). Local log fields, never wire metadata.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LogContext {
+    /// The agent (card name).
+    pub agent: String,
+    /// The channel.
+    pub channel: Channel,
+    /// The engine's operation id.
+    pub op: Option<u64>,
+    /// The purpose of the exchange (`send`, `poll`, …).
+    pub purpose: Option<&'static str>,
+    /// Execution, step, logical task, context and remote task ids.
+    pub correlation: Correlation,
+}
+
+fn purpose_name(p: OpPurpose) -> &'static str {
+    match p {
+        OpPurpose::Send => "send",
+        OpPurpose::Reply => "reply",
+        OpPurpose::Poll => "poll",
+        OpPurpose::Resubscribe => "resubscribe",
+        OpPurpose::Cancel => "cancel",
+    }
+}
+
+impl LogContext {
+    /// The context of an engine request.
+    pub fn of(req: &HttpRequest, channel: Channel) -> LogContext {
+        LogContext {
+            agent: req.agent.clone(),
+            channel,
+            op: Some(req.op.0),
+            purpose: Some(purpose_name(req.purpose)),
+            correlation: req.correlation.clone(),
+        }
+    }
+
+    /// A context with only an agent and a channel (logins, discovery).
+    pub fn simple(agent: &str, channel: Channel) -> LogContext {
+        LogContext {
+            agent: agent.to_owned(),
+            channel,
+            op: None,
+            purpose: None,
+            correlation: Correlation::default(),
+        }
+    }
+
+    /// `[agent=… channel=… op=… purpose=… execution=… step=… subtask=… task=… context=…
+    /// remote_task=…]`, empty fields left out, values redacted.
+    pub fn fields(&self) -> String {
+        let c = &self.correlation;
+        let mut s = format!(
+            "[agent={} channel={}",
+            mask_credentials(&self.agent),
+            self.channel.as_str()
+        );
+        if let Some(op) = self.op {
+            let _ = write!(s, " op={op}");
+        }
+        if let Some(p) = self.purpose {
+            let _ = write!(s, " purpose={p}");
+        }
+        let mut put = |k: &str, v: &str| {
+            if !v.is_empty() {
+                let _ = write!(s, " {k}={}", mask_credentials(v));
+            }
+        };
+        put("execution", &c.execution_id);
+        put("step", &c.step);
+        if !c.step.is_empty() {
+            put("subtask", &c.subtask_index.to_string());
+        }
+        put("task", &c.logical_task_id);
+        put("context", &c.context_id);
+        put("remote_task", c.remote_task_id.as_deref().unwrap_or(""));
+        s.push(']');
+        s
+    }
+}
+
+fn render_headers(out: &mut String, headers: &[(String, String)], cfg: &LogConfig) {
+    if cfg.pretty {
+        for (n, v) in headers {
+            let _ = write!(out, "\n  {n}: {}", redact_header(n, v));
+        }
+    } else {
+        let h: Vec<String> = headers
+            .iter()
+            .map(|(n, v)| format!("{n}: {}", redact_header(n, v)))
+            .collect();
+        let _ = write!(out, "\nheaders: {}", h.join(", "));
+    }
+}
+
+fn header<'a>(headers: &'a [(String, String)], name: &str) -> Option<&'a str> {
+    headers
+        .iter()
+        .find(|(n, _)| n.eq_ignore_ascii_case(name))
+        .map(|(_, v)| v.as_str())
+}
+
+/// A request entry: method, redacted URL, correlation fields, redacted headers and body.
+pub fn format_request(req: &HttpRequest, channel: Channel, cfg: &LogConfig) -> String {
+    format_raw_request(
+        &LogContext::of(req, channel),
+        req.method.as_str(),
+        &req.url,
+        &req.headers,
+        &req.body,
+        cfg,
+    )
+}
+
+/// A request entry from its parts (for requests that are not an [`HttpRequest`]).
+pub fn format_raw_request(
+    ctx: &LogContext,
+    method: &str,
+    url: &str,
+    headers: &[(String, String)],
+    body: &[u8],
+    cfg: &LogConfig,
+) -> String {
+    let mut s = format!(">>> REQUEST {method} {} {}", redact_url(url), ctx.fields());
+    render_headers(&mut s, headers, cfg);
+    let _ = write!(
+        s,
+        "\nbody: {}",
+        render_body(header(headers, "content-type"), body, cfg)
+    );
+    s
+}
+
+/// A response head entry: status and redacted headers.
+pub fn format_response_head(
+    ctx: &LogContext,
+    status: u16,
+    headers: &[(String, String)],
+    cfg: &LogConfig,
+) -> String {
+    let mut s = format!("<<< RESPONSE {status} {}", ctx.fields());
+    render_headers(&mut s, headers, cfg);
+    s
+}
+
+/// A response body (or an assembled chunk of it) entry.
+pub fn format_response_body(
+    ctx: &LogContext,
+    content_type: Option<&str>,
+    body: &[u8],
+    cfg: &LogConfig,
+) -> String {
+    format!(
+        "<<< RESPONSE BODY {}\nbody: {}",
+        ctx.fields(),
+        render_body(content_type, body, cfg)
+    )
+}
+
+/// An SSE event entry (PL-8): with `pretty`, JSON data is shown reindented between
+/// `=== SSE data(JSON display; not wire text) ===` markers; otherwise (and for invalid JSON)
+/// the redacted data as received.
+pub fn format_sse_event(
+    ctx: &LogContext,
+    event: Option<&str>,
+    data: &str,
+    cfg: &LogConfig,
+) -> String {
+    let mut s = format!("<<< SSE EVENT {}", ctx.fields());
+    if let Some(e) = event {
+        let _ = write!(s, " event={}", mask_credentials(e));
+    }
+    if !cfg.include_body {
+        s.push_str("\nbody=disabled");
+        return s;
+    }
+    let redacted = redact_json_text(data);
+    if cfg.pretty && serde_json::from_str::<serde::de::IgnoredAny>(&redacted).is_ok() {
+        let _ = write!(
+            s,
+            "\n=== SSE data(JSON display; not wire text) ===\n{}\n=== end SSE data ===",
+            cap(pretty_json(&redacted), cfg)
+        );
+    } else {
+        let _ = write!(s, "\ndata: {}", cap(redacted, cfg));
+    }
+    s
+}
+
+/// An SSE frame over the capacity was dropped whole (PL-5).
+pub fn format_sse_dropped(ctx: &LogContext, bytes: usize) -> String {
+    format!(
+        "<<< SSE EVENT {} body=dropped-capacity ({bytes} bytes)",
+        ctx.fields()
+    )
+}
+
+/// A stream ended before completion (PL-5).
+pub fn format_stream_interrupted(ctx: &LogContext, reason: &str) -> String {
+    format!(
+        "<<< STREAM {} stream=interrupted: {}",
+        ctx.fields(),
+        redact_json_text(reason)
+    )
+}
+
+/// A login request entry (AU-14, PL-3): every body field value is masked, whatever its name,
+/// because login fields are credential material.
+pub fn format_login_request(
+    agent: &str,
+    scheme: &str,
+    req: &LoginRequest,
+    cfg: &LogConfig,
+) -> String {
+    let ctx = LogContext::simple(agent, Channel::Login);
+    let mut s = format!(
+        ">>> LOGIN {} {} {} scheme={}",
+        req.method,
+        redact_url(&req.url),
+        ctx.fields(),
+        mask_credentials(scheme)
+    );
+    render_headers(&mut s, &req.headers, cfg);
+    let body = if !cfg.include_body {
+        "body=disabled".to_owned()
+    } else if req.body.is_empty() {
+        "(empty)".to_owned()
+    } else {
+        let text = String::from_utf8_lossy(&req.body);
+        if is_form_content_type(&req.content_type) {
+            text.split('&')
+                .map(|p| match p.split_once('=') {
+                    Some((k, _)) => format!("{k}={MASK}"),
+                    None => MASK.to_owned(),
+                })
+                .collect::<Vec<_>>()
+                .join("&")
+        } else {
+            redact_json_with(&text, &|_| true)
+        }
+    };
+    let _ = write!(s, "\nbody: {}", cap(body, cfg));
+    s
+}
+
+/// A login response entry: status, and the body redacted by [`render_body`] (token fields
+/// such as `accessSession`, `access_token` and `token` are secret names).
+pub fn format_login_response(
+    agent: &str,
+    scheme: &str,
+    status: u16,
+    content_type: Option<&str>,
+    body: &[u8],
+    cfg: &LogConfig,
+) -> String {
+    let ctx = LogContext::simple(agent, Channel::Login);
+    format!(
+        "<<< LOGIN RESPONSE {status} {} scheme={}\nbody: {}",
+        ctx.fields(),
+        mask_credentials(scheme),
+        render_body(content_type, body, cfg)
+    )
+}
+
+// ------------------------------------------------------------------------------------------
+// Summary lines (PL-9)
+// ------------------------------------------------------------------------------------------
+
+/// `A2A_ERROR`: the agent rejected a call.
+pub fn a2a_error_line(ctx: &LogContext, code: &str, message: &str) -> String {
+    format!(
+        "A2A_ERROR {} code={} message={}",
+        ctx.fields(),
+        mask_credentials(code),
+        redact_json_text(message)
+    )
+}
+
+/// `TASK_FAILED`: execution, step, task, agent, code and a redacted reason.
+pub fn task_failed_line(
+    execution_id: &str,
+    step: &str,
+    task: &str,
+    agent: &str,
+    code: &str,
+    reason: &str,
+) -> String {
+    format!(
+        "TASK_FAILED execution={} step={} task={} agent={} code={} reason={}",
+        mask_credentials(execution_id),
+        mask_credentials(step),
+        mask_credentials(task),
+        mask_credentials(agent),
+        mask_credentials(code),
+        redact_json_text(reason)
+    )
+}
+
+/// `WORKFLOW_STOPPED`: the steps that were skipped.
+pub fn workflow_stopped_line(execution_id: &str, skipped_steps: &[String]) -> String {
+    format!(
+        "WORKFLOW_STOPPED execution={} skipped=[{}]",
+        mask_credentials(execution_id),
+        skipped_steps
+            .iter()
+            .map(|s| mask_credentials(s))
+            .collect::<Vec<_>>()
+            .join(", ")
+    )
+}
+
+/// `WORKFLOW_FINISHED`.
+pub fn workflow_finished_line(execution_id: &str, success: bool) -> String {
+    format!(
+        "WORKFLOW_FINISHED execution={} success={success}",
+        mask_credentials(execution_id)
+    )
+}

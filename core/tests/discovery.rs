@@ -1,0 +1,174 @@
+//! Discovery helpers (features.md §1.18 DS).
+
+use a2at_core::a2a::HttpMethod;
+use a2at_core::a2a::card::SecurityScheme;
+use a2at_core::auth::Secret;
+use a2at_core::discovery::*;
+use serde_json::{Value, json};
+
+#[test]
+fn registry_requests() {
+    let r = RegistryClient::new("https://reg.example/base//");
+    assert_eq!(r.base(), "https://reg.example/base");
+    let q = r.fetch_all_request();
+    assert_eq!(q.method, HttpMethod::Get);
+    assert_eq!(
+        q.url,
+        "https://reg.example/base/rest/v1/registry-center/agent-cards"
+    );
+    let q = r.fetch_by_name_request("city agent", Some("org&1"));
+    assert_eq!(
+        q.url,
+        "https://reg.example/base/rest/v1/registry-center/agent-cards?name=city%20agent&organization=org%261"
+    );
+    let q = r.fetch_by_name_request("a", None);
+    assert!(q.url.ends_with("agent-cards?name=a"));
+    let q = r.register_request(&json!({"name": "a"}));
+    assert_eq!(q.method, HttpMethod::Post);
+    let body: Value = serde_json::from_slice(&q.body).unwrap();
+    assert_eq!(body, json!({"agentCards": [{"name": "a"}]}));
+    assert!(
+        q.headers
+            .contains(&("Content-Type".into(), "application/json".into()))
+    );
+}
+
+#[test]
+fn registry_cards_are_read_and_normalised() {
+    let card = json!({"name": "c1", "securitySchemes": {"k": {"type": "apiKey", "in": "header", "name": "X-K"}},
+        "securityRequirements": [{"schemes": ["k"]}]});
+    for body in [
+        json!({"agentCards": [card.clone()], "data": []}),
+        json!({"data": [card.clone()]}),
+        json!([card.clone()]),
+    ] {
+        let cards = RegistryClient::parse_cards(200, body.to_string().as_bytes()).unwrap();
+        assert_eq!(cards.len(), 1);
+        assert_eq!(cards[0].name, "c1");
+        assert!(
+            matches!(&cards[0].security_schemes["k"], SecurityScheme::ApiKey { name, .. } if name == "X-K")
+        );
+        assert!(cards[0].security_requirements[0].schemes.contains_key("k"));
+    }
+    assert!(RegistryClient::parse_cards(200, b"{}").unwrap().is_empty());
+    assert!(matches!(
+        RegistryClient::parse_cards(500, b"{}"),
+        Err(DiscoveryError::Status { status: 500 })
+    ));
+    assert!(matches!(
+        RegistryClient::parse_cards(200, b"<html>"),
+        Err(DiscoveryError::NotJson(_))
+    ));
+    assert!(matches!(
+        RegistryClient::parse_cards(200, br#"{"agentCards": [{"name": "ok"}, 3]}"#),
+        Err(DiscoveryError::InvalidCard { index: 1, .. })
+    ));
+    let first = RegistryClient::parse_card(
+        200,
+        json!({"agentCards": [{"name": "x"}, {"name": "y"}]})
+            .to_string()
+            .as_bytes(),
+    )
+    .unwrap();
+    assert_eq!(first.unwrap().name, "x");
+    assert!(
+        RegistryClient::parse_card(200, br#"{"agentCards": []}"#)
+            .unwrap()
+            .is_none()
+    );
+}
+
+#[test]
+fn registration_outcome() {
+    let o = RegistryClient::parse_register(201, br#"{"ok":true}"#);
+    assert!(o.success);
+    assert_eq!(o.body, json!({"ok": true}));
+    assert!(RegistryClient::parse_register(200, b"").success);
+    let o = RegistryClient::parse_register(409, br#"{"error":"exists"}"#);
+    assert!(!o.success);
+    assert_eq!(o.body["error"], "exists");
+}
+
+#[test]
+fn psop_requests_hide_the_token_in_log_urls() {
+    let c = PsopClient::new("https://psop.example/", Some(Secret::new("S3cr3t/+=1")));
+    let q = c.load_request("wf 1");
+    assert_eq!(q.method, HttpMethod::Get);
+    assert_eq!(
+        q.url,
+        "https://psop.example/api/v1/orchestrate/psop/wf%201?access_token=S3cr3t%2F%2B%3D1"
+    );
+    assert_eq!(
+        q.log_url,
+        "https://psop.example/api/v1/orchestrate/psop/wf%201?access_token=<anonymous>"
+    );
+    assert!(!format!("{q:?}").contains("S3cr3t"));
+    let q = c.search_request("plan a trip", None);
+    assert_eq!(q.method, HttpMethod::Post);
+    assert_eq!(
+        q.log_url,
+        "https://psop.example/api/v1/orchestrate/search?access_token=<anonymous>"
+    );
+    let body: Value = serde_json::from_slice(&q.body).unwrap();
+    assert_eq!(body, json!({"intent": "plan a trip", "top_n": 5}));
+    let q = c.search_request("x", Some(2));
+    let body: Value = serde_json::from_slice(&q.body).unwrap();
+    assert_eq!(body["top_n"], 2);
+    let anon = PsopClient::new("https://psop.example", None).load_request("id");
+    assert_eq!(anon.url, "https://psop.example/api/v1/orchestrate/psop/id");
+    assert_eq!(anon.url, anon.log_url);
+    let (wire, log) = with_access_token("https://h/p?x=1", Some(&Secret::new("T")));
+    assert_eq!(wire, "https://h/p?x=1&access_token=T");
+    assert_eq!(log, "https://h/p?x=1&access_token=<anonymous>");
+}
+
+#[test]
+fn psop_load_unwraps_data_and_parses_the_workflow() {
+    let wf = json!({"id": "w", "steps": [{"name": "s", "step_type": "SELF_LOOP",
+        "subtasks": [{"agent": "me", "description": "d"}]}]});
+    for body in [
+        json!({"data": wf.clone()}),
+        wf.clone(),
+        json!({"data": wf.to_string()}),
+    ] {
+        let v = PsopClient::parse_load(200, body.to_string().as_bytes()).unwrap();
+        assert_eq!(v.workflow().steps[0].name, "s");
+    }
+    assert!(matches!(
+        PsopClient::parse_load(404, b"{}"),
+        Err(DiscoveryError::Status { status: 404 })
+    ));
+    assert!(matches!(
+        PsopClient::parse_load(200, br#"{"data": {"steps": "nope"}}"#),
+        Err(DiscoveryError::Workflow(_))
+    ));
+}
+
+#[test]
+fn psop_search_results() {
+    let body = json!({"data": [
+        {"workflow_id": "w1", "workflow_type": "PSOP", "name": "Trip", "description": "d",
+         "tags": ["travel", 3], "created_at": 1700000000, "score": 0.75, "user_intent": "trip",
+         "related_preflow": {"a": 1}, "tasks_summary": ["t1"]},
+        {"id": 42, "score": "high", "created_at": "2024-01-01"}
+    ]});
+    let r = PsopClient::parse_search(200, body.to_string().as_bytes()).unwrap();
+    assert_eq!(r.len(), 2);
+    assert_eq!(r[0].workflow_id, "w1");
+    assert_eq!(r[0].workflow_type.as_deref(), Some("PSOP"));
+    assert_eq!(r[0].tags, vec!["travel", "3"]);
+    assert_eq!(r[0].created_at.as_deref(), Some("1700000000"));
+    assert_eq!(r[0].score, 0.75);
+    assert_eq!(r[0].related_preflow, Some(json!({"a": 1})));
+    assert_eq!(r[0].tasks_summary, Some(json!(["t1"])));
+    assert_eq!(r[1].workflow_id, "42");
+    assert_eq!(r[1].score, 1.0);
+    assert_eq!(r[1].created_at.as_deref(), Some("2024-01-01"));
+    assert_eq!(r[1].name, None);
+    assert!(PsopClient::parse_search(200, b"{}").unwrap().is_empty());
+    assert!(PsopClient::parse_search(401, b"{}").is_err());
+    assert!(matches!(
+        PsopClient::parse_search(200, br#"{"data": [{"name": "no id"}]}"#),
+        Err(DiscoveryError::Shape(_))
+    ));
+}
