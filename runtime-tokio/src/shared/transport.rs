@@ -8,6 +8,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use a2at_core::a2a::HttpMethod;
 use a2at_core::io::{HttpRequest, Input, TransportError, TransportErrorKind};
+use a2at_core::protolog::{self, Channel, LogConfig, LogContext};
 use async_lock::{Semaphore, SemaphoreGuardArc};
 use bytes::Bytes;
 use futures::SinkExt;
@@ -88,6 +89,17 @@ impl Limits {
     }
 }
 
+/// Protocol-log settings: body included, capped at the default size, pretty JSON (PL-4).
+const LOG_CONFIG: LogConfig = LogConfig {
+    include_body: true,
+    max_body_chars: protolog::DEFAULT_BODY_CHARS,
+    pretty: true,
+};
+
+fn protocol_log_enabled() -> bool {
+    tracing::enabled!(target: "a2at::protocol", tracing::Level::DEBUG)
+}
+
 /// What an exchange task needs from the engine.
 pub(crate) struct Transport {
     pub(crate) client: HttpClient,
@@ -114,6 +126,14 @@ impl Transport {
                 }
             },
         };
+        // Protocol log at the real boundary (PL-1): the request as sent, auth headers included,
+        // always redacted. Built only when the `a2at::protocol` target is enabled at DEBUG.
+        let log = protocol_log_enabled().then(|| {
+            let mut sent = req.clone();
+            sent.headers.extend(extra.iter().cloned());
+            tracing::debug!(target: "a2at::protocol", "{}", protolog::format_request(&sent, Channel::Task, &LOG_CONFIG));
+            LogContext::of(&sent, Channel::Task)
+        });
         let request = match build_request(req, extra) {
             Ok(r) => r,
             Err(message) => {
@@ -130,7 +150,7 @@ impl Transport {
             }
         };
         let (parts, mut body) = response.into_parts();
-        let headers = parts
+        let headers: Vec<(String, String)> = parts
             .headers
             .iter()
             .map(|(n, v)| {
@@ -140,6 +160,14 @@ impl Transport {
                 )
             })
             .collect();
+        let content_type = parts
+            .headers
+            .get(http::header::CONTENT_TYPE)
+            .and_then(|v| v.to_str().ok())
+            .map(str::to_owned);
+        if let Some(ctx) = &log {
+            tracing::debug!(target: "a2at::protocol", "{}", protolog::format_response_head(ctx, parts.status.as_u16(), &headers, &LOG_CONFIG));
+        }
         let head = Input::ResponseHead {
             op,
             status: parts.status.as_u16(),
@@ -154,10 +182,15 @@ impl Transport {
                 Some(Err(e)) => fail(TransportErrorKind::Io, describe(&e)),
                 Some(Ok(frame)) => match frame.into_data() {
                     Ok(data) if data.is_empty() => continue,
-                    Ok(data) => Input::ResponseBody {
-                        op,
-                        chunk: data.to_vec(),
-                    },
+                    Ok(data) => {
+                        if let Some(ctx) = &log {
+                            tracing::debug!(target: "a2at::protocol", "{}", protolog::format_response_body(ctx, content_type.as_deref(), &data, &LOG_CONFIG));
+                        }
+                        Input::ResponseBody {
+                            op,
+                            chunk: data.to_vec(),
+                        }
+                    }
                     Err(_trailers) => continue,
                 },
             };

@@ -1,0 +1,92 @@
+//! The protocol log observes the real transport boundary (auth headers included) and never shows
+//! a secret, at any level.
+
+use std::io::Write;
+use std::sync::{Arc, Mutex};
+
+use a2at_tests::ScriptedAgent;
+use a2at_tests::loopback::LoopbackServer;
+use a2at_tokio::core::host::MessageContent;
+use a2at_tokio::core::run::RunStart;
+use a2at_tokio::core::workflow::parse_and_validate;
+use a2at_tokio::{ControlPointBuilder, Engine};
+use serde_json::json;
+
+#[derive(Clone, Default)]
+struct Captured(Arc<Mutex<Vec<u8>>>);
+
+impl Write for Captured {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.0.lock().unwrap().extend_from_slice(buf);
+        Ok(buf.len())
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+#[test]
+fn planted_secrets_never_reach_the_protocol_log() {
+    let captured = Captured::default();
+    let writer = captured.clone();
+    let subscriber = tracing_subscriber::fmt()
+        .with_max_level(tracing::Level::TRACE)
+        .with_writer(move || writer.clone())
+        .with_ansi(false)
+        .finish();
+    let _guard = tracing::subscriber::set_default(subscriber);
+
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    runtime.block_on(async {
+        let server = LoopbackServer::start(vec![ScriptedAgent::new("alpha"), ScriptedAgent::new("beta").rest().streaming()]).await;
+        let hook: a2at_tokio::AuthHook = Arc::new(|_req| {
+            Ok(vec![
+                ("Authorization".to_owned(), "Bearer PLANTED-BEARER-7f3a".to_owned()),
+                ("X-Api-Key".to_owned(), "PLANTED-APIKEY-91c2".to_owned()),
+            ])
+        });
+        let engine = Engine::builder(server.cards()).auth_headers(hook).build().unwrap();
+        let host = ControlPointBuilder::new()
+            .on_task(|r| async move {
+                Ok(MessageContent::text(r.instruction)
+                    .with_metadata("credentials", json!({"password": "PLANTED-PASSWORD-55d0", "nested": [{"accessToken": "PLANTED-TOKEN-c0de"}]}))
+                    .with_metadata("ticket", json!("visible-ticket-42")))
+            })
+            .build();
+        let wf = parse_and_validate(&json!({"steps": [
+            {"name": "a", "subtasks": [{"agent": "alpha", "description": "first"}], "next": [{"step": "b"}]},
+            {"name": "b", "subtasks": [{"agent": "beta", "description": "second"}]}
+        ]}).to_string()).unwrap();
+        let result = engine.execute(wf, RunStart::default(), Arc::new(host)).await;
+        assert!(result.success, "{:?}", result.error);
+    });
+
+    let logs = String::from_utf8(captured.0.lock().unwrap().clone()).unwrap();
+    assert!(
+        logs.contains(">>> REQUEST POST"),
+        "the request is logged:\n{logs}"
+    );
+    assert!(logs.contains("<<< RESPONSE 200"), "the response is logged");
+    assert!(
+        logs.contains("visible-ticket-42"),
+        "non-secret metadata stays visible"
+    );
+    assert!(
+        logs.contains("a2at::protocol"),
+        "logged on the protocol target"
+    );
+    for secret in [
+        "PLANTED-BEARER-7f3a",
+        "PLANTED-APIKEY-91c2",
+        "PLANTED-PASSWORD-55d0",
+        "PLANTED-TOKEN-c0de",
+    ] {
+        assert!(
+            !logs.contains(secret),
+            "{secret} leaked into the logs:\n{logs}"
+        );
+    }
+}
