@@ -22,6 +22,7 @@ use futures::channel::{mpsc, oneshot};
 use tracing::Instrument;
 
 use super::Rt;
+use super::auth::Authenticator;
 use super::driver::{Driver, Recorder};
 use super::events::{EventSink, OnFinish, OnFinishError, RunHandle};
 use super::transport::{AuthHook, HttpClient, Limits, Transport};
@@ -99,6 +100,7 @@ pub struct EngineBuilder {
     config: EngineConfig,
     http: Option<HttpClient>,
     auth: Option<AuthHook>,
+    credentials: Option<a2at_core::auth::CredentialsConfig>,
 }
 
 impl std::fmt::Debug for EngineBuilder {
@@ -177,9 +179,20 @@ impl EngineBuilder {
         self
     }
 
-    /// Adds headers (authentication) to every request; see [`AuthHook`].
+    /// Adds headers (authentication) to every request; see [`AuthHook`]. Its headers are merged
+    /// with the built-in credentials' (a conflicting value for one header blocks the send), and
+    /// with a hook configured, an agent whose requirements no credential meets is left to it.
     pub fn auth_headers(mut self, hook: AuthHook) -> Self {
         self.auth = Some(hook);
+        self
+    }
+
+    /// Built-in credential authentication (a parsed credentials file): for each agent, the first
+    /// `securityRequirements` entry whose schemes all have credentials is applied, logging in and
+    /// caching tokens as configured. Without credentials or a hook, a request to an agent whose
+    /// card requires authentication fails instead of going out unauthenticated.
+    pub fn credentials(mut self, credentials: a2at_core::auth::CredentialsConfig) -> Self {
+        self.credentials = Some(credentials);
         self
     }
 
@@ -198,6 +211,8 @@ impl EngineBuilder {
             Some(c) => c,
             None => HttpClient::new()?,
         };
+        let credentials =
+            Authenticator::new(&directory, self.credentials.as_ref(), self.auth.is_some());
         let limits = Limits::new(
             directory.names(),
             self.config.max_in_flight_per_agent,
@@ -208,6 +223,7 @@ impl EngineBuilder {
                 directory: Arc::new(directory),
                 config: self.config,
                 transport: Arc::new(Transport {
+                    credentials,
                     client,
                     limits,
                     auth: self.auth,
@@ -249,6 +265,7 @@ impl Engine {
             config: EngineConfig::default(),
             http: None,
             auth: None,
+            credentials: None,
         }
     }
 

@@ -11,6 +11,7 @@
 //!   `async fn request(&self, http::Request<Full<Bytes>>) -> Result<http::Response<Incoming>,
 //!   (TransportErrorKind, String)>`.
 
+pub(crate) mod auth;
 pub(crate) mod driver;
 pub(crate) mod engine;
 pub(crate) mod events;

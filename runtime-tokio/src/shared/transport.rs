@@ -15,6 +15,7 @@ use futures::SinkExt;
 use futures::channel::mpsc;
 use http_body_util::{BodyExt, Full};
 
+use super::auth::Authenticator;
 use super::engine::EngineError;
 use crate::http::Connector;
 
@@ -48,6 +49,15 @@ impl HttpClient {
             connector: Arc::new(Connector::new()?),
             sent: Arc::new(AtomicU64::new(0)),
         })
+    }
+
+    /// Sends one request outside any run (a credential login) and waits for the response head.
+    pub(crate) async fn send(
+        &self,
+        request: http::Request<Full<Bytes>>,
+    ) -> Result<http::Response<hyper::body::Incoming>, (TransportErrorKind, String)> {
+        self.sent.fetch_add(1, Ordering::Relaxed);
+        self.connector.request(request).await
     }
 
     /// How many requests this client (and its clones) has handed to the connection pool.
@@ -105,6 +115,7 @@ pub(crate) struct Transport {
     pub(crate) client: HttpClient,
     pub(crate) limits: Limits,
     pub(crate) auth: Option<AuthHook>,
+    pub(crate) credentials: Authenticator,
 }
 
 impl Transport {
@@ -116,7 +127,18 @@ impl Transport {
             error: TransportError { kind, message },
         };
         let _permits = self.limits.acquire(&req.agent).await;
-        let extra = match &self.auth {
+        let mut req = req;
+        // Built-in credentials (AU-4..AU-8) and the host's hook (AU-1) both apply; a conflicting
+        // header, a failing hook or missing required credentials block the send (AU-2, AU-3,
+        // ER-12): never an unauthenticated request.
+        let material = match self.credentials.material(&req.agent, &self.client).await {
+            Ok(m) => m,
+            Err(message) => {
+                let _ = tx.send(fail(TransportErrorKind::Auth, message)).await;
+                return;
+            }
+        };
+        let provided = match &self.auth {
             None => Vec::new(),
             Some(hook) => match hook(&req) {
                 Ok(headers) => headers,
@@ -126,6 +148,11 @@ impl Transport {
                 }
             },
         };
+        if let Err(e) = a2at_core::auth::apply(&material, &provided, &mut req) {
+            let _ = tx.send(fail(TransportErrorKind::Auth, e.to_string())).await;
+            return;
+        }
+        let extra: Vec<(String, String)> = Vec::new();
         // Protocol log at the real boundary (PL-1): the request as sent, auth headers included,
         // always redacted. Built only when the `a2at::protocol` target is enabled at DEBUG.
         let log = protocol_log_enabled().then(|| {
