@@ -96,6 +96,11 @@ mod tests {
         Transport {
             client: HttpClient::new().expect("client"),
             limits: Limits::new(["a"].into_iter(), 4, 4),
+            credentials: crate::shared::auth::Authenticator::new(
+                &a2at_core::agents::AgentDirectory::default(),
+                None,
+                auth.is_some(),
+            ),
             auth,
         }
     }
