@@ -21,6 +21,7 @@ use smol::net::TcpStream;
 use smol_hyper::rt::FuturesIo;
 
 use crate::shared::engine::EngineError;
+use crate::shared::tls::{TlsConfig, client_config};
 use crate::shared::transport::describe;
 
 /// Idle connections kept per origin.
@@ -39,18 +40,9 @@ pub(crate) struct Connector {
 }
 
 impl Connector {
-    pub(crate) fn new() -> Result<Connector, EngineError> {
-        let provider = Arc::new(rustls::crypto::ring::default_provider());
-        let mut roots = rustls::RootCertStore::empty();
-        roots.extend(webpki_roots::TLS_SERVER_ROOTS.iter().cloned());
-        let mut config = rustls::ClientConfig::builder_with_provider(provider)
-            .with_safe_default_protocol_versions()
-            .map_err(|e| EngineError::Tls(e.to_string()))?
-            .with_root_certificates(roots)
-            .with_no_client_auth();
-        config.alpn_protocols = vec![b"http/1.1".to_vec()];
+    pub(crate) fn new(tls: &TlsConfig) -> Result<Connector, EngineError> {
         Ok(Connector {
-            tls: TlsConnector::from(Arc::new(config)),
+            tls: TlsConnector::from(Arc::new(client_config(tls)?)),
             idle: Arc::default(),
         })
     }

@@ -67,4 +67,5 @@ pub use shared::engine::{
     Engine, EngineBuilder, EngineConfig, EngineError, RunBuilder, SeedSource,
 };
 pub use shared::events::{EventSink, EventStream, OnFinish, OnFinishError, RunHandle};
+pub use shared::tls::TlsConfig;
 pub use shared::transport::{AuthHook, HttpClient};

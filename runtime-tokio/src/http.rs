@@ -2,7 +2,6 @@
 //! webpki roots, `TCP_NODELAY` on). The exchange task itself is shared (`shared/transport.rs`).
 
 use std::error::Error as StdError;
-use std::sync::Arc;
 
 use a2at_core::io::TransportErrorKind;
 use bytes::Bytes;
@@ -14,6 +13,7 @@ use hyper_util::client::legacy::connect::HttpConnector;
 use hyper_util::rt::TokioExecutor;
 
 use crate::shared::engine::EngineError;
+use crate::shared::tls::{TlsConfig, client_config};
 use crate::shared::transport::describe;
 
 /// The pooled connections behind an [`HttpClient`](crate::HttpClient).
@@ -22,13 +22,15 @@ pub(crate) struct Connector {
 }
 
 impl Connector {
-    pub(crate) fn new() -> Result<Connector, EngineError> {
+    pub(crate) fn new(tls: &TlsConfig) -> Result<Connector, EngineError> {
         let mut http = HttpConnector::new();
         http.set_nodelay(true);
         http.enforce_http(false);
+        let mut config = client_config(tls)?;
+        // hyper-rustls sets ALPN itself from the enabled HTTP versions.
+        config.alpn_protocols.clear();
         let https = HttpsConnectorBuilder::new()
-            .with_provider_and_webpki_roots(Arc::new(rustls::crypto::ring::default_provider()))
-            .map_err(|e| EngineError::Tls(e.to_string()))?
+            .with_tls_config(config)
             .https_or_http()
             .enable_http1()
             .wrap_connector(http);

@@ -203,3 +203,35 @@ fn invalid_cards_and_settings_are_typed_errors() {
     let zero = Engine::builder(vec![card("a")]).max_in_flight(0).build();
     assert!(matches!(zero, Err(EngineError::Config(_))));
 }
+
+#[test]
+fn a_tls_policy_that_cannot_be_built_is_an_error_never_a_fallback() {
+    use a2at_tokio::{HttpClient, TlsConfig};
+    let bad_ca = TlsConfig {
+        extra_ca_pem: Some(
+            b"-----BEGIN CERTIFICATE-----\nnot base64!\n-----END CERTIFICATE-----\n".to_vec(),
+        ),
+        ..TlsConfig::default()
+    };
+    assert!(HttpClient::with_tls(&bad_ca).is_err());
+    let empty_ca = TlsConfig {
+        extra_ca_pem: Some(b"no pem here".to_vec()),
+        ..TlsConfig::default()
+    };
+    let err = HttpClient::with_tls(&empty_ca).unwrap_err().to_string();
+    assert!(err.contains("no PEM certificate"), "{err}");
+    let bad_identity = TlsConfig {
+        client_identity_pem: Some((b"".to_vec(), b"".to_vec())),
+        ..TlsConfig::default()
+    };
+    assert!(HttpClient::with_tls(&bad_identity).is_err());
+    let insecure = TlsConfig {
+        insecure_skip_chain_verification: true,
+        ..TlsConfig::default()
+    };
+    assert!(
+        HttpClient::with_tls(&insecure).is_ok(),
+        "the development mode builds (and warns)"
+    );
+    assert!(HttpClient::with_tls(&TlsConfig::default()).is_ok());
+}

@@ -25,6 +25,7 @@ use super::Rt;
 use super::auth::Authenticator;
 use super::driver::{Driver, Recorder};
 use super::events::{EventSink, OnFinish, OnFinishError, RunHandle};
+use super::tls::TlsConfig;
 use super::transport::{AuthHook, HttpClient, Limits, Transport};
 use crate::rt::Runtime;
 
@@ -101,6 +102,7 @@ pub struct EngineBuilder {
     http: Option<HttpClient>,
     auth: Option<AuthHook>,
     credentials: Option<a2at_core::auth::CredentialsConfig>,
+    tls: Option<TlsConfig>,
 }
 
 impl std::fmt::Debug for EngineBuilder {
@@ -187,6 +189,14 @@ impl EngineBuilder {
         self
     }
 
+    /// The TLS policy of the engine's own HTTP client (ignored when [`EngineBuilder::http_client`]
+    /// supplies one): extra CA certificates, a client identity, or the development-only
+    /// insecure mode.
+    pub fn tls(mut self, tls: TlsConfig) -> Self {
+        self.tls = Some(tls);
+        self
+    }
+
     /// Built-in credential authentication (a parsed credentials file): for each agent, the first
     /// `securityRequirements` entry whose schemes all have credentials is applied, logging in and
     /// caching tokens as configured. Without credentials or a hook, a request to an agent whose
@@ -209,7 +219,7 @@ impl EngineBuilder {
         let directory = AgentDirectory::new(self.cards, self.config.preferred_binding)?;
         let client = match self.http {
             Some(c) => c,
-            None => HttpClient::new()?,
+            None => HttpClient::with_tls(&self.tls.unwrap_or_default())?,
         };
         let credentials =
             Authenticator::new(&directory, self.credentials.as_ref(), self.auth.is_some());
@@ -266,6 +276,7 @@ impl Engine {
             http: None,
             auth: None,
             credentials: None,
+            tls: None,
         }
     }
 

@@ -15,6 +15,7 @@ pub(crate) mod auth;
 pub(crate) mod driver;
 pub(crate) mod engine;
 pub(crate) mod events;
+pub(crate) mod tls;
 pub(crate) mod transport;
 
 use std::future::Future;

@@ -17,6 +17,7 @@ use http_body_util::{BodyExt, Full};
 
 use super::auth::Authenticator;
 use super::engine::EngineError;
+use super::tls::TlsConfig;
 use crate::http::Connector;
 
 /// Produces extra request headers (authentication) for one exchange, or a message saying why it
@@ -43,10 +44,16 @@ impl std::fmt::Debug for HttpClient {
 }
 
 impl HttpClient {
-    /// A new client with its own connection pool.
+    /// A new client with its own connection pool, verifying servers against the webpki roots.
     pub fn new() -> Result<HttpClient, EngineError> {
+        HttpClient::with_tls(&TlsConfig::default())
+    }
+
+    /// A new client with its own connection pool and the given TLS policy; a policy that cannot
+    /// be built (unreadable PEM, a key that does not match) is an error.
+    pub fn with_tls(tls: &TlsConfig) -> Result<HttpClient, EngineError> {
         Ok(HttpClient {
-            connector: Arc::new(Connector::new()?),
+            connector: Arc::new(Connector::new(tls)?),
             sent: Arc::new(AtomicU64::new(0)),
         })
     }
