@@ -114,6 +114,7 @@ pub mod a2a;
 pub mod a2at;
 pub mod agents;
 pub mod event;
+pub mod extension;
 pub mod host;
 pub mod ids;
 pub mod io;
