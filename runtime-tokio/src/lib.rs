@@ -54,6 +54,7 @@ mod control;
 mod driver;
 mod engine;
 mod events;
+mod extension;
 mod http;
 
 pub use a2at_core as core;
@@ -61,4 +62,8 @@ pub use a2at_core as core;
 pub use control::{BuiltControlPoint, ControlPointBuilder};
 pub use engine::{Engine, EngineBuilder, EngineConfig, EngineError, RunBuilder, SeedSource};
 pub use events::{EventEnvelope, EventSink, EventStream, OnFinish, OnFinishError, RunHandle};
+pub use extension::{
+    ExtensionError, ExtensionSender, ExtensionSenderBuilder, ExtensionSenderConfig, Heartbeat,
+    NotificationSubscription, Reattachment, SubscriptionCompletion,
+};
 pub use http::{AuthHook, HttpClient};
