@@ -8,7 +8,9 @@ pub mod host;
 pub mod loopback;
 pub mod sim;
 
-pub use agent::{AgentReply, AgentRequest, Plan, ScriptedAgent};
+pub use agent::{
+    AgentReply, AgentRequest, NotifyEvent, NotifyScript, Plan, ScriptedAgent, StreamEnding,
+};
 pub use host::ScriptedHost;
 pub use sim::{Observed, Sim, SimOutcome};
 

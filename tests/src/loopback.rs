@@ -8,7 +8,6 @@
 //! every request and the highest number of exchanges in flight per agent.
 
 use std::collections::BTreeMap;
-use std::convert::Infallible;
 use std::net::SocketAddr;
 use std::sync::{Arc, Mutex, MutexGuard};
 
@@ -28,6 +27,7 @@ use tokio::task::JoinHandle;
 use crate::agent::{AgentReply, AgentRequest, ScriptedAgent};
 
 type ReplyBody = StreamBody<futures_stream::Receiver>;
+type FrameResult = Result<Frame<Bytes>, std::io::Error>;
 
 #[derive(Default)]
 struct State {
@@ -278,7 +278,7 @@ async fn serve(
             end,
         } => {
             tokio::time::sleep(delay).await;
-            let (tx, rx) = mpsc::channel::<Result<Frame<Bytes>, Infallible>>(4);
+            let (tx, rx) = mpsc::channel::<FrameResult>(4);
             tokio::spawn(async move {
                 for (i, chunk) in chunks.into_iter().enumerate() {
                     if i > 0 {
@@ -305,12 +305,40 @@ async fn serve(
                 .body(StreamBody::new(futures_stream::Receiver(rx)))
                 .expect("valid scripted response"))
         }
+        AgentReply::Cut {
+            delay,
+            headers,
+            chunks,
+            chunk_gap,
+        } => {
+            tokio::time::sleep(delay).await;
+            let (tx, rx) = mpsc::channel::<FrameResult>(4);
+            tokio::spawn(async move {
+                for chunk in chunks {
+                    if tx.send(Ok(Frame::data(Bytes::from(chunk)))).await.is_err() {
+                        return;
+                    }
+                    tokio::time::sleep(chunk_gap).await;
+                }
+                drop(guard);
+                // A body error makes hyper abort the connection without ending the body.
+                let _ = tx
+                    .send(Err(std::io::Error::other("scripted connection cut")))
+                    .await;
+            });
+            let mut builder = Response::builder().status(200);
+            for (name, value) in headers {
+                builder = builder.header(name, value);
+            }
+            Ok(builder
+                .body(StreamBody::new(futures_stream::Receiver(rx)))
+                .expect("valid scripted response"))
+        }
     }
 }
 
 /// A minimal `Stream` over an mpsc receiver, so the crate needs no extra stream library.
 mod futures_stream {
-    use std::convert::Infallible;
     use std::pin::Pin;
     use std::task::{Context, Poll};
 
@@ -319,10 +347,10 @@ mod futures_stream {
     use tokio::sync::mpsc;
 
     /// Body frames from the chunk player.
-    pub struct Receiver(pub mpsc::Receiver<Result<Frame<Bytes>, Infallible>>);
+    pub struct Receiver(pub mpsc::Receiver<Result<Frame<Bytes>, std::io::Error>>);
 
     impl futures_core::Stream for Receiver {
-        type Item = Result<Frame<Bytes>, Infallible>;
+        type Item = Result<Frame<Bytes>, std::io::Error>;
 
         fn poll_next(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
             self.0.poll_recv(cx)
