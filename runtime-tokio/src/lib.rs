@@ -34,6 +34,13 @@
 //! # }
 //! ```
 //!
+//! ## Authorization-T and Notification-T
+//!
+//! [`Engine::extension_sender`] (or [`ExtensionSender::builder`]) gives an [`ExtensionSender`]
+//! with its own transport: [`ExtensionSender::send_authorization`] for one-shot authorizations
+//! and [`ExtensionSender::open_notification`] for subscriptions
+//! ([`NotificationSubscription`]). They never affect a workflow; see `examples/notification.rs`.
+//!
 //! ## Lifecycle and cancellation
 //!
 //! Events arrive in the core's order (`start` → … → `complete` | `error`); after the run
