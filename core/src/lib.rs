@@ -52,6 +52,9 @@
 //! assert_eq!(result.step_outputs["local"]["sum up"], vec![serde_json::json!("ok")]);
 //! ```
 //!
+//! Authorization-T and Notification-T, which are independent of any workflow, have their own
+//! machines with the same contract in [`extension`].
+//!
 //! ## Time
 //!
 //! Time is a [`Timestamp`] (microseconds since the run's epoch) passed with every mutation.
@@ -117,6 +120,7 @@ pub mod auth;
 pub mod discovery;
 pub mod driver_support;
 pub mod event;
+pub mod extension;
 pub mod host;
 pub mod ids;
 pub mod io;

@@ -34,6 +34,13 @@
 //! # }
 //! ```
 //!
+//! ## Authorization-T and Notification-T
+//!
+//! [`Engine::extension_sender`] (or [`ExtensionSender::builder`]) gives an [`ExtensionSender`]
+//! with its own transport: [`ExtensionSender::send_authorization`] for one-shot authorizations
+//! and [`ExtensionSender::open_notification`] for subscriptions
+//! ([`NotificationSubscription`]). They never affect a workflow; see `examples/notification.rs`.
+//!
 //! ## Lifecycle and cancellation
 //!
 //! Events arrive in the core's order (`start` → … → `complete` | `error`); after the run
@@ -50,6 +57,7 @@
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
+mod extension;
 mod http;
 mod rt;
 /// The engine, driver loop, run handle and exchange task, shared with `a2at-smol`.
@@ -58,6 +66,10 @@ mod shared;
 pub use a2at_core as core;
 
 pub use a2at_core::driver_support::{BuiltControlPoint, ControlPointBuilder, EventEnvelope};
+pub use extension::{
+    ExtensionError, ExtensionSender, ExtensionSenderBuilder, ExtensionSenderConfig, Heartbeat,
+    NotificationSubscription, Reattachment, SubscriptionCompletion,
+};
 pub use shared::engine::{
     Engine, EngineBuilder, EngineConfig, EngineError, RunBuilder, SeedSource,
 };

@@ -97,6 +97,17 @@ impl AgentRequest {
 pub enum AgentReply {
     /// Never answer.
     Hang,
+    /// Send the head and the chunks, then break the connection (no end of body).
+    Cut {
+        /// Delay before the head.
+        delay: Duration,
+        /// Response headers.
+        headers: Vec<(String, String)>,
+        /// Body chunks sent before the cut.
+        chunks: Vec<Vec<u8>>,
+        /// Gap between chunks (and before the cut).
+        chunk_gap: Duration,
+    },
     /// Fail at the transport level after `delay`.
     TransportError {
         /// When.
@@ -152,6 +163,67 @@ pub enum Plan {
     Negotiate(Negotiation),
     /// Complete at once, but with a status message that carries a Propose (must be ignored).
     CompletedWithPropose,
+    /// A Notification-T subscription stream (see [`NotifyScript`]). A unary send is answered
+    /// with the task in the state of the script's first state event.
+    Notify(NotifyScript),
+}
+
+/// One event of a scripted notification stream, for the task the send created.
+#[derive(Debug, Clone, PartialEq)]
+pub enum NotifyEvent {
+    /// A task snapshot in this state.
+    Task(&'static str),
+    /// A status update in this state, whose status message carries this text and
+    /// `{"notification": <text>}` message metadata.
+    Status(&'static str, &'static str),
+    /// An artifact update of artifact `<task>-n`: replaces it, or appends to it when `true`.
+    Artifact(&'static str, bool),
+    /// A bare agent message with this text.
+    Message(&'static str),
+}
+
+/// How a scripted notification stream goes on after its events.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum StreamEnding {
+    /// Keep the connection open without sending anything more.
+    StayOpen,
+    /// End the body normally.
+    End,
+    /// Break the connection (the client sees an I/O failure).
+    Drop,
+}
+
+/// A notification stream: `events` `gap` apart, then `ending`. Each later `SubscribeToTask` on
+/// the task plays the next entry of `resubscribe` (the last one repeats; without any, the
+/// current task snapshot and an open stream).
+#[derive(Debug, Clone, PartialEq)]
+pub struct NotifyScript {
+    /// Events of the first stream.
+    pub events: Vec<NotifyEvent>,
+    /// Gap between events.
+    pub gap: Duration,
+    /// What happens after the events.
+    pub ending: StreamEnding,
+    /// Later streams, one per `SubscribeToTask`.
+    pub resubscribe: Vec<(Vec<NotifyEvent>, StreamEnding)>,
+}
+
+impl NotifyScript {
+    /// `events` 2 ms apart, then `ending`; no resubscription script.
+    pub fn new(events: Vec<NotifyEvent>, ending: StreamEnding) -> Self {
+        NotifyScript {
+            events,
+            gap: Duration::from_millis(2),
+            ending,
+            resubscribe: Vec::new(),
+        }
+    }
+
+    /// Adds the script of the next `SubscribeToTask` stream.
+    pub fn then_resubscribe(mut self, events: Vec<NotifyEvent>, ending: StreamEnding) -> Self {
+        self.resubscribe.push((events, ending));
+        self
+    }
 }
 
 /// One Propose as the agent sends it; fields are raw JSON so malformed contexts can be scripted.
@@ -236,6 +308,7 @@ struct TaskRecord {
     later: VecDeque<(&'static str, Option<Value>)>,
     text: String,
     negotiation: Option<(Negotiation, usize)>,
+    notify: Option<(NotifyScript, usize)>,
 }
 
 /// A scripted agent with its own task table.
@@ -253,6 +326,7 @@ pub struct ScriptedAgent {
     next_task: u64,
     /// Ids of tasks that received a `CancelTask`.
     pub cancelled: Vec<String>,
+    extra_extensions: Vec<String>,
 }
 
 /// The Negotiation-T URI, as agents emit it.
@@ -271,6 +345,7 @@ impl ScriptedAgent {
             tasks: BTreeMap::new(),
             next_task: 0,
             cancelled: Vec::new(),
+            extra_extensions: Vec::new(),
         }
     }
 
@@ -283,6 +358,12 @@ impl ScriptedAgent {
     /// Answer sends with SSE streams.
     pub fn streaming(mut self) -> Self {
         self.streaming = true;
+        self
+    }
+
+    /// Also declare this extension URI in the card (after Task-T and Negotiation-T).
+    pub fn with_extension(mut self, uri: &str) -> Self {
+        self.extra_extensions.push(uri.to_owned());
         self
     }
 
@@ -312,6 +393,11 @@ impl ScriptedAgent {
         } else {
             (format!("{base_url}/a2a/rest"), "HTTP+JSON")
         };
+        let mut extensions = vec![
+            json!({"uri": "https://projects.tmforum.org/a2aproject/telecommunication/extensions/Task-T/v1"}),
+            json!({"uri": NEGOTIATION_T}),
+        ];
+        extensions.extend(self.extra_extensions.iter().map(|u| json!({ "uri": u })));
         json!({
             "name": self.name,
             "description": format!("scripted agent {}", self.name),
@@ -319,10 +405,7 @@ impl ScriptedAgent {
             "supportedInterfaces": [{"url": url, "protocolBinding": binding, "protocolVersion": "1.0"}],
             "capabilities": {
                 "streaming": self.streaming,
-                "extensions": [
-                    {"uri": "https://projects.tmforum.org/a2aproject/telecommunication/extensions/Task-T/v1"},
-                    {"uri": NEGOTIATION_T}
-                ]
+                "extensions": extensions
             },
             "defaultInputModes": ["text/plain"],
             "defaultOutputModes": ["text/plain"],
@@ -390,6 +473,47 @@ impl ScriptedAgent {
                 task.later.clear();
                 let body = task_json(&id, task);
                 self.respond(req, body, false)
+            }
+            "SubscribeToTask" => {
+                let id = req
+                    .params
+                    .get("id")
+                    .and_then(Value::as_str)
+                    .unwrap_or("")
+                    .to_owned();
+                match self.tasks.get_mut(&id) {
+                    Some(task) if task.notify.is_some() => {
+                        if is_terminal(task.state) {
+                            return self.error(
+                                req,
+                                400,
+                                -32004,
+                                "UNSUPPORTED_OPERATION",
+                                "Task is in terminal state",
+                            );
+                        }
+                        let Some((script, index)) = task.notify.as_mut() else {
+                            unreachable!("checked above")
+                        };
+                        let (events, ending) = match script.resubscribe.get(*index) {
+                            Some(next) => next.clone(),
+                            None => match script.resubscribe.last() {
+                                Some(last) => last.clone(),
+                                None => {
+                                    (vec![NotifyEvent::Task(task.state)], StreamEnding::StayOpen)
+                                }
+                            },
+                        };
+                        *index += 1;
+                        let gap = script.gap;
+                        if let Some(state) = last_state(&events) {
+                            task.state = state;
+                        }
+                        let ctx = task.context_id.clone();
+                        notify_stream(req, &id, &ctx, &events, gap, ending)
+                    }
+                    _ => self.error(req, 404, -32601, "METHOD_NOT_FOUND", "Method not found"),
+                }
             }
             _ => self.error(req, 404, -32601, "METHOD_NOT_FOUND", "Method not found"),
         }
@@ -492,6 +616,7 @@ impl ScriptedAgent {
                     later: VecDeque::new(),
                     text,
                     negotiation: None,
+                    notify: None,
                 };
                 match plan {
                     Plan::States(states) => {
@@ -514,6 +639,33 @@ impl ScriptedAgent {
                             &record.context_id,
                             &Propose::round(1, 3),
                         ));
+                    }
+                    Plan::Notify(script) => {
+                        let first = script
+                            .events
+                            .iter()
+                            .find_map(event_state)
+                            .unwrap_or("TASK_STATE_WORKING");
+                        record.state = last_state(&script.events).unwrap_or(first);
+                        let streaming = req.method == "SendStreamingMessage";
+                        let reply = if streaming {
+                            notify_stream(
+                                req,
+                                &id,
+                                &record.context_id,
+                                &script.events,
+                                script.gap,
+                                script.ending,
+                            )
+                        } else {
+                            record.state = first;
+                            let body = json!({"task": {"id": id, "contextId": record.context_id,
+                                "status": {"state": first}}});
+                            self.respond(req, body, true)
+                        };
+                        record.notify = Some((script, 0));
+                        self.tasks.insert(id, record);
+                        return with_delay(reply, delay);
                     }
                     _ => unreachable!("handled above"),
                 }
@@ -664,6 +816,17 @@ fn with_delay(reply: AgentReply, extra: Duration) -> AgentReply {
             chunk_gap,
             end,
         },
+        AgentReply::Cut {
+            delay,
+            headers,
+            chunks,
+            chunk_gap,
+        } => AgentReply::Cut {
+            delay: delay + extra,
+            headers,
+            chunks,
+            chunk_gap,
+        },
         other => other,
     }
 }
@@ -756,4 +919,74 @@ fn stream_events(result: &Value) -> Vec<Value> {
         json!({"statusUpdate": {"taskId": id, "contextId": ctx, "status": task["status"].clone()}}),
     );
     events
+}
+
+fn event_state(e: &NotifyEvent) -> Option<&'static str> {
+    match e {
+        NotifyEvent::Task(s) | NotifyEvent::Status(s, _) => Some(s),
+        NotifyEvent::Artifact(..) | NotifyEvent::Message(_) => None,
+    }
+}
+
+fn last_state(events: &[NotifyEvent]) -> Option<&'static str> {
+    events.iter().rev().find_map(event_state)
+}
+
+fn notify_event(id: &str, ctx: &str, n: usize, e: &NotifyEvent) -> Value {
+    match e {
+        NotifyEvent::Task(state) => {
+            json!({"task": {"id": id, "contextId": ctx, "status": {"state": state}}})
+        }
+        NotifyEvent::Status(state, text) => json!({"statusUpdate": {"taskId": id, "contextId": ctx,
+            "status": {"state": state, "message": {"messageId": format!("{id}-s{n}"), "contextId": ctx,
+                "taskId": id, "role": "ROLE_AGENT", "parts": [{"text": text}],
+                "metadata": {"notification": text}}}}}),
+        NotifyEvent::Artifact(text, append) => {
+            json!({"artifactUpdate": {"taskId": id, "contextId": ctx,
+            "append": append, "artifact": {"artifactId": format!("{id}-n"), "parts": [{"text": text}]}}})
+        }
+        NotifyEvent::Message(text) => json!({"message": {"messageId": format!("{id}-m{n}"),
+            "contextId": ctx, "role": "ROLE_AGENT", "parts": [{"text": text}]}}),
+    }
+}
+
+/// An SSE stream of notification events for task `id`.
+fn notify_stream(
+    req: &AgentRequest,
+    id: &str,
+    ctx: &str,
+    events: &[NotifyEvent],
+    gap: Duration,
+    ending: StreamEnding,
+) -> AgentReply {
+    let chunks: Vec<Vec<u8>> = events
+        .iter()
+        .enumerate()
+        .map(|(n, e)| {
+            let ev = notify_event(id, ctx, n, e);
+            let payload = if req.jsonrpc {
+                json!({"jsonrpc": "2.0", "id": req.rpc_id, "result": ev})
+            } else {
+                ev
+            };
+            format!("data: {payload}\r\n\r\n").into_bytes()
+        })
+        .collect();
+    let headers = vec![("content-type".into(), "text/event-stream".into())];
+    match ending {
+        StreamEnding::Drop => AgentReply::Cut {
+            delay: Duration::ZERO,
+            headers,
+            chunks,
+            chunk_gap: gap,
+        },
+        StreamEnding::End | StreamEnding::StayOpen => AgentReply::Http {
+            delay: Duration::ZERO,
+            status: 200,
+            headers,
+            chunks,
+            chunk_gap: gap,
+            end: ending == StreamEnding::End,
+        },
+    }
 }

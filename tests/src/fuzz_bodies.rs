@@ -235,6 +235,28 @@ fn genuine_answer(agents: &mut [ScriptedAgent], req: &HttpRequest) -> VecDeque<I
             }
             inputs
         }
+        AgentReply::Cut {
+            headers, chunks, ..
+        } => {
+            let mut inputs = VecDeque::from([Input::ResponseHead {
+                op,
+                status: 200,
+                headers,
+            }]);
+            inputs.extend(
+                chunks
+                    .into_iter()
+                    .map(|chunk| Input::ResponseBody { op, chunk }),
+            );
+            inputs.push_back(Input::TransportFailed {
+                op,
+                error: TransportError {
+                    kind: TransportErrorKind::Io,
+                    message: "scripted connection cut".into(),
+                },
+            });
+            inputs
+        }
     }
 }
 

@@ -14,7 +14,9 @@ pub mod random_scenario;
 pub mod sim;
 pub mod trace_io;
 
-pub use agent::{AgentReply, AgentRequest, Plan, ScriptedAgent};
+pub use agent::{
+    AgentReply, AgentRequest, NotifyEvent, NotifyScript, Plan, ScriptedAgent, StreamEnding,
+};
 pub use host::ScriptedHost;
 pub use sim::{Observed, Sim, SimOutcome};
 

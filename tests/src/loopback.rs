@@ -11,7 +11,6 @@
 //! runtime (tokio, smol) and never needs the caller's runtime.
 
 use std::collections::BTreeMap;
-use std::convert::Infallible;
 use std::net::SocketAddr;
 use std::sync::{Arc, Mutex, MutexGuard};
 
@@ -299,7 +298,7 @@ async fn serve(
             end,
         } => {
             smol::Timer::after(delay).await;
-            let (tx, rx) = smol::channel::bounded::<Result<Frame<Bytes>, Infallible>>(4);
+            let (tx, rx) = smol::channel::bounded::<Result<Frame<Bytes>, std::io::Error>>(4);
             // A body that never ends keeps a sender and the in-flight count until hyper drops
             // it (the client closed the connection).
             let (body_guard, player_guard) = if end {
@@ -335,19 +334,54 @@ async fn serve(
                 .body(StreamBody::new(body))
                 .expect("valid scripted response"))
         }
+        AgentReply::Cut {
+            delay,
+            headers,
+            chunks,
+            chunk_gap,
+        } => {
+            smol::Timer::after(delay).await;
+            let (tx, rx) = smol::channel::bounded::<Result<Frame<Bytes>, std::io::Error>>(4);
+            let body = futures_stream::Body {
+                rx: Box::pin(rx),
+                _keep: None,
+                _in_flight: None,
+            };
+            executor
+                .spawn(async move {
+                    for chunk in chunks {
+                        if tx.send(Ok(Frame::data(Bytes::from(chunk)))).await.is_err() {
+                            return;
+                        }
+                        smol::Timer::after(chunk_gap).await;
+                    }
+                    drop(guard);
+                    // A body error makes hyper abort the connection without ending the body.
+                    let _ = tx
+                        .send(Err(std::io::Error::other("scripted connection cut")))
+                        .await;
+                })
+                .detach();
+            let mut builder = Response::builder().status(200);
+            for (name, value) in headers {
+                builder = builder.header(name, value);
+            }
+            Ok(builder
+                .body(StreamBody::new(body))
+                .expect("valid scripted response"))
+        }
     }
 }
 
 /// A minimal `Stream` of body frames, so the crate needs no extra stream library.
 mod futures_stream {
-    use std::convert::Infallible;
     use std::pin::Pin;
     use std::task::{Context, Poll};
 
     use bytes::Bytes;
     use hyper::body::Frame;
 
-    type Item = Result<Frame<Bytes>, Infallible>;
+    type Item = Result<Frame<Bytes>, std::io::Error>;
 
     /// Body frames from the chunk player.
     pub struct Body {

@@ -408,6 +408,43 @@ impl Sim {
                     self.schedule(at, Some(op), Pending::Feed(Input::ResponseEnd { op }));
                 }
             }
+            AgentReply::Cut {
+                delay,
+                headers,
+                chunks,
+                chunk_gap,
+            } => {
+                let mut at = base.saturating_add(delay);
+                self.schedule(
+                    at,
+                    Some(op),
+                    Pending::Feed(Input::ResponseHead {
+                        op,
+                        status: 200,
+                        headers,
+                    }),
+                );
+                for chunk in chunks {
+                    at = at.saturating_add(chunk_gap);
+                    self.schedule(
+                        at,
+                        Some(op),
+                        Pending::Feed(Input::ResponseBody { op, chunk }),
+                    );
+                }
+                at = at.saturating_add(chunk_gap);
+                self.schedule(
+                    at,
+                    Some(op),
+                    Pending::Feed(Input::TransportFailed {
+                        op,
+                        error: TransportError {
+                            kind: TransportErrorKind::Io,
+                            message: "simulated connection cut".into(),
+                        },
+                    }),
+                );
+            }
         }
     }
 }

@@ -295,6 +295,17 @@ impl Engine {
         &self.inner.transport.client
     }
 
+    /// The validated agents and the authentication hook, for the
+    /// [`ExtensionSender`](crate::ExtensionSender) built from this engine.
+    // Used by the tokio ExtensionSender; the smol one is not built yet.
+    #[allow(dead_code)]
+    pub(crate) fn extension_parts(&self) -> (Arc<AgentDirectory>, Option<AuthHook>) {
+        (
+            self.inner.directory.clone(),
+            self.inner.transport.auth.clone(),
+        )
+    }
+
     /// Prepares a run with options (event sink, `on_finish`, seed); see [`RunBuilder`].
     pub fn run<C: ControlPoint + 'static>(
         &self,
