@@ -64,7 +64,8 @@ pub use a2at_core as core;
 
 pub use a2at_core::driver_support::{BuiltControlPoint, ControlPointBuilder, EventEnvelope};
 pub use shared::engine::{
-    Engine, EngineBuilder, EngineConfig, EngineError, RunBuilder, SeedSource,
+    CREDENTIAL_KEY_ENV, Engine, EngineBuilder, EngineConfig, EngineError, RunBuilder, SeedSource,
+    load_credentials,
 };
 pub use shared::events::{EventSink, EventStream, OnFinish, OnFinishError, RunHandle};
 pub use shared::tls::TlsConfig;

@@ -71,7 +71,8 @@ pub use extension::{
     NotificationSubscription, Reattachment, SubscriptionCompletion,
 };
 pub use shared::engine::{
-    Engine, EngineBuilder, EngineConfig, EngineError, RunBuilder, SeedSource,
+    CREDENTIAL_KEY_ENV, Engine, EngineBuilder, EngineConfig, EngineError, RunBuilder, SeedSource,
+    load_credentials,
 };
 pub use shared::events::{EventSink, EventStream, OnFinish, OnFinishError, RunHandle};
 pub use shared::tls::TlsConfig;

@@ -47,6 +47,16 @@ enum Command {
         #[arg(long)]
         result: Option<PathBuf>,
     },
+    /// Print the `enc:` form of a credential value (AES-256-GCM, fresh random IV), for the
+    /// credentials file.
+    EncryptCredential {
+        /// The plaintext value.
+        plaintext: String,
+        /// The key as 64 hex characters (default: the `A2AT_CRED_KEY` environment variable);
+        /// `openssl rand -hex 32` makes one.
+        #[arg(long)]
+        key: Option<String>,
+    },
     /// Replay an a2at trace through a fresh core run and compare every output with the recording.
     Replay {
         /// The trace (JSON lines, as written by `a2at_core::trace`).
@@ -75,6 +85,10 @@ enum Command {
         /// Record the run as an a2at trace (JSON lines) to this file; `a2at replay` replays it.
         #[arg(long)]
         trace: Option<PathBuf>,
+        /// A credentials file for agents whose cards require authentication (`enc:` values are
+        /// decrypted with `A2AT_CRED_KEY`).
+        #[arg(long)]
+        credentials: Option<PathBuf>,
         /// Prefer this binding when an agent offers several.
         #[arg(long, value_enum)]
         binding: Option<BindingArg>,
@@ -108,6 +122,7 @@ fn main() -> ExitCode {
             result,
         }) => graph(&workflow, format, result.as_deref()),
         Some(Command::Replay { trace }) => replay(&trace),
+        Some(Command::EncryptCredential { plaintext, key }) => encrypt_credential(&plaintext, key),
         Some(Command::Run {
             workflow,
             cards,
@@ -116,9 +131,11 @@ fn main() -> ExitCode {
             events,
             result,
             trace,
+            credentials,
             binding,
             task_budget_secs,
         }) => run_cmd::run(run_cmd::RunOptions {
+            credentials,
             workflow,
             cards,
             host,
@@ -278,4 +295,29 @@ fn replay(path: &Path) -> ExitCode {
             ExitCode::from(1)
         }
     }
+}
+
+fn encrypt_credential(plaintext: &str, key: Option<String>) -> ExitCode {
+    use a2at_core::auth::{CredentialKey, encrypt_value};
+    let Some(hex) = key.or_else(|| std::env::var(a2at_tokio::CREDENTIAL_KEY_ENV).ok()) else {
+        eprintln!(
+            "a2at: no key: pass --key or set {}",
+            a2at_tokio::CREDENTIAL_KEY_ENV
+        );
+        return ExitCode::from(2);
+    };
+    let key = match CredentialKey::from_hex(hex.trim()) {
+        Ok(k) => k,
+        Err(e) => {
+            eprintln!("a2at: bad key: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    let mut iv = [0u8; 12];
+    if let Err(e) = getrandom::fill(&mut iv) {
+        eprintln!("a2at: no randomness for the IV: {e}");
+        return ExitCode::from(2);
+    }
+    println!("{}", encrypt_value(plaintext, &key, iv));
+    ExitCode::SUCCESS
 }

@@ -365,6 +365,7 @@ pub(crate) struct RunOptions {
     pub events: Option<PathBuf>,
     pub result: Option<PathBuf>,
     pub trace: Option<PathBuf>,
+    pub credentials: Option<PathBuf>,
     pub binding: Option<Binding>,
     pub task_budget: Option<Duration>,
 }
@@ -391,6 +392,10 @@ fn prepare_and_run(opts: RunOptions) -> Result<bool, String> {
         .map_err(|e| format!("{} is not a valid host policy: {e}", opts.host.display()))?;
     let cards = load_cards(&opts.cards)?;
     let mut builder = Engine::builder(cards);
+    if let Some(path) = &opts.credentials {
+        builder = builder
+            .credentials(a2at_tokio::load_credentials(path, None).map_err(|e| e.to_string())?);
+    }
     if let Some(b) = opts.binding {
         builder = builder.preferred_binding(b);
     }

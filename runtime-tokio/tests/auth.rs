@@ -212,3 +212,92 @@ async fn a_login_token_is_fetched_once_and_reused_by_concurrent_runs() {
         assert_eq!(req.header("X-Auth-Token"), Some("session-1"));
     }
 }
+
+#[test]
+fn a_credentials_file_fails_closed_without_the_key_and_loads_with_it() {
+    let key_hex = "cd".repeat(32);
+    let key = CredentialKey::from_hex(&key_hex).unwrap();
+    let enc = encrypt_value("tok", &key, [1u8; 12]);
+    let path = std::env::temp_dir().join(format!("a2at-creds-{}.json", std::process::id()));
+    std::fs::write(
+        &path,
+        json!({"alpha": {"bearer": {"token": enc}}}).to_string(),
+    )
+    .unwrap();
+    // An explicit wrong key, and an explicit key that is not hex, are errors (never the ciphertext).
+    assert!(a2at_tokio::load_credentials(&path, Some(&"ef".repeat(32))).is_err());
+    assert!(a2at_tokio::load_credentials(&path, Some("zz")).is_err());
+    assert!(a2at_tokio::load_credentials(&path, Some(&key_hex)).is_ok());
+    assert!(a2at_tokio::load_credentials(&path.with_extension("missing"), Some(&key_hex)).is_err());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_cli_encrypts_a_credential_that_run_then_uses() {
+    let key_hex = "0f".repeat(32);
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_a2at"))
+        .args(["encrypt-credential", "cli-token-9", "--key", &key_hex])
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let enc = String::from_utf8(out.stdout).unwrap().trim().to_owned();
+    assert!(
+        enc.starts_with("enc:") && !enc.contains("cli-token-9"),
+        "{enc}"
+    );
+
+    let server = LoopbackServer::start(vec![ScriptedAgent::new("alpha")]).await;
+    let (schemes, reqs) = bearer();
+    let cards: Vec<Value> = secured(&server, schemes, reqs)
+        .iter()
+        .map(|c| c.to_json())
+        .collect();
+    let dir = std::env::temp_dir().join(format!("a2at-cli-auth-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let files = [
+        ("cards.json", Value::Array(cards)),
+        ("creds.json", json!({"alpha": {"bearer": {"token": enc}}})),
+        (
+            "wf.json",
+            json!({"steps": [{"name": "s", "subtasks": [{"agent": "alpha", "description": "x"}]}]}),
+        ),
+        (
+            "host.json",
+            json!({"content": {"default": {"parts": [{"text": "{description}"}]}}}),
+        ),
+    ];
+    for (name, v) in &files {
+        std::fs::write(dir.join(name), v.to_string()).unwrap();
+    }
+    let p = |n: &str| dir.join(n).display().to_string();
+    let args = [
+        "run",
+        "--workflow",
+        &p("wf.json"),
+        "--cards",
+        &p("cards.json"),
+        "--host",
+        &p("host.json"),
+        "--credentials",
+        &p("creds.json"),
+    ]
+    .map(str::to_owned);
+    let key = key_hex.clone();
+    let out = tokio::task::spawn_blocking(move || {
+        std::process::Command::new(env!("CARGO_BIN_EXE_a2at"))
+            .args(&args)
+            .env("A2AT_CRED_KEY", key)
+            .output()
+            .unwrap()
+    })
+    .await
+    .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stdout)
+    );
+    assert_eq!(
+        server.requests_to("alpha", "SendMessage")[0].header("Authorization"),
+        Some("Bearer cli-token-9")
+    );
+}

@@ -93,6 +93,35 @@ pub enum EngineError {
     /// The TLS configuration could not be built.
     #[error("TLS setup failed: {0}")]
     Tls(String),
+    /// The credentials file could not be read, parsed or decrypted (never ignored: AU-9).
+    #[error("credentials: {0}")]
+    Credentials(String),
+}
+
+/// The environment variable holding the credential key (64 hex characters) when none is
+/// configured explicitly (AU-11).
+pub const CREDENTIAL_KEY_ENV: &str = "A2AT_CRED_KEY";
+
+/// Reads and parses a credentials file (AU-5). `enc:` values are decrypted with `key`, or else
+/// with the key in [`CREDENTIAL_KEY_ENV`]; a missing or wrong key, an unreadable file or a
+/// malformed entry is an error (fail closed, AU-9, AU-10).
+pub fn load_credentials(
+    path: &std::path::Path,
+    key: Option<&str>,
+) -> Result<a2at_core::auth::CredentialsConfig, EngineError> {
+    use a2at_core::auth::{CredentialKey, CredentialsConfig};
+    let text = std::fs::read_to_string(path)
+        .map_err(|e| EngineError::Credentials(format!("cannot read {}: {e}", path.display())))?;
+    let key_hex = match key {
+        Some(k) => Some(k.to_owned()),
+        None => std::env::var(CREDENTIAL_KEY_ENV).ok(),
+    };
+    let key = key_hex
+        .map(|hex| CredentialKey::from_hex(hex.trim()))
+        .transpose()
+        .map_err(|e| EngineError::Credentials(format!("credential key: {e}")))?;
+    CredentialsConfig::from_json_str(&text, key.as_ref())
+        .map_err(|e| EngineError::Credentials(format!("{}: {e}", path.display())))
 }
 
 /// Builds an [`Engine`].
