@@ -403,43 +403,14 @@ impl Link {
 
     /// Task/context identity checks (TT-14) for one event; records the task id.
     fn check_identity(&mut self, event: &StreamResponse) -> Result<(), ExtensionFailure> {
-        let changed = |d: String| {
-            ExtensionFailure::new(
-                host::codes::REMOTE_IDENTITY_CHANGED,
-                format!("Remote task/context identity changed: {d}"),
-            )
-        };
-        let (task_id, context_id) = match event {
-            StreamResponse::Task(t) => (Some(t.id.as_str()), t.context_id.as_deref()),
-            StreamResponse::StatusUpdate(u) => (Some(u.task_id.as_str()), u.context_id.as_deref()),
-            StreamResponse::ArtifactUpdate(u) => {
-                (Some(u.task_id.as_str()), u.context_id.as_deref())
-            }
-            StreamResponse::Message(m) => (m.task_id.as_deref(), m.context_id.as_deref()),
-        };
-        if let Some(ctx) = context_id.filter(|c| !c.is_empty()) {
-            if ctx != self.context_id {
-                return Err(changed(format!(
-                    "context {ctx} differs from the operation's context {}",
-                    self.context_id
-                )));
-            }
-        }
-        if let Some(id) = task_id {
-            if id.trim().is_empty() {
-                return Err(changed("remote task id is blank".into()));
-            }
-            match &self.remote_task_id {
-                Some(known) if known != id => {
-                    return Err(changed(format!(
-                        "remote task id changed from {known} to {id}"
-                    )));
-                }
-                Some(_) => {}
-                None => self.remote_task_id = Some(id.to_owned()),
-            }
-        }
-        Ok(())
+        crate::remote::track_identity(event, &self.context_id, &mut self.remote_task_id).map_err(
+            |d| {
+                ExtensionFailure::new(
+                    host::codes::REMOTE_IDENTITY_CHANGED,
+                    format!("Remote task/context identity changed: {d}"),
+                )
+            },
+        )
     }
 }
 

@@ -438,36 +438,8 @@ impl Invocation {
 
     /// Identity checks, accumulation and traffic events for one stream event.
     fn observe(&mut self, event: &StreamResponse, env: &mut Env<'_>) -> Result<(), Failure> {
-        let (task_id, context_id) = match event {
-            StreamResponse::Task(t) => (Some(t.id.as_str()), t.context_id.as_deref()),
-            StreamResponse::StatusUpdate(u) => (Some(u.task_id.as_str()), u.context_id.as_deref()),
-            StreamResponse::ArtifactUpdate(u) => {
-                (Some(u.task_id.as_str()), u.context_id.as_deref())
-            }
-            StreamResponse::Message(m) => (m.task_id.as_deref(), m.context_id.as_deref()),
-        };
-        if let Some(ctx) = context_id.filter(|c| !c.is_empty()) {
-            if ctx != self.context_id {
-                return Err(identity_changed(format!(
-                    "context {ctx} differs from the invocation's context {}",
-                    self.context_id
-                )));
-            }
-        }
-        if let Some(id) = task_id {
-            if id.trim().is_empty() {
-                return Err(identity_changed("remote task id is blank".into()));
-            }
-            match &self.remote_task_id {
-                Some(known) if known != id => {
-                    return Err(identity_changed(format!(
-                        "remote task id changed from {known} to {id}"
-                    )));
-                }
-                Some(_) => {}
-                None => self.remote_task_id = Some(id.to_owned()),
-            }
-        }
+        track_identity(event, &self.context_id, &mut self.remote_task_id)
+            .map_err(identity_changed)?;
         self.acc.apply(event);
         let agent = &self.request.agent_name;
         match event {
@@ -978,6 +950,42 @@ fn host_failure(e: HostError) -> Failure {
         message: e.message,
         details: e.details,
     }
+}
+
+/// TT-14 for one event of an exchange on `context_id`: a context id, when present, must be ours;
+/// a task id must be non-blank and never change. Learns the task id from the first event that
+/// names one. `Err` carries the detail of what changed.
+pub(crate) fn track_identity(
+    event: &StreamResponse,
+    context_id: &str,
+    remote_task_id: &mut Option<String>,
+) -> Result<(), String> {
+    let (task_id, event_context) = match event {
+        StreamResponse::Task(t) => (Some(t.id.as_str()), t.context_id.as_deref()),
+        StreamResponse::StatusUpdate(u) => (Some(u.task_id.as_str()), u.context_id.as_deref()),
+        StreamResponse::ArtifactUpdate(u) => (Some(u.task_id.as_str()), u.context_id.as_deref()),
+        StreamResponse::Message(m) => (m.task_id.as_deref(), m.context_id.as_deref()),
+    };
+    if let Some(ctx) = event_context.filter(|c| !c.is_empty()) {
+        if ctx != context_id {
+            return Err(format!(
+                "context {ctx} differs from this exchange's context {context_id}"
+            ));
+        }
+    }
+    if let Some(id) = task_id {
+        if id.trim().is_empty() {
+            return Err("remote task id is blank".into());
+        }
+        match remote_task_id {
+            Some(known) if known != id => {
+                return Err(format!("remote task id changed from {known} to {id}"));
+            }
+            Some(_) => {}
+            None => *remote_task_id = Some(id.to_owned()),
+        }
+    }
+    Ok(())
 }
 
 fn identity_changed(detail: String) -> Failure {
