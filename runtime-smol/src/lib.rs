@@ -38,6 +38,14 @@
 //! # }
 //! ```
 //!
+//! ## Authorization-T and Notification-T
+//!
+//! [`Engine::extension_sender`] (or [`ExtensionSender::builder`]) gives an [`ExtensionSender`]
+//! with its own transport: [`ExtensionSender::send_authorization`] for one-shot authorizations
+//! and [`ExtensionSender::open_notification`] for subscriptions
+//! ([`NotificationSubscription`]). They never affect a workflow; each subscription's listener
+//! runs on its own thread.
+//!
 //! ## Lifecycle and cancellation
 //!
 //! Events arrive in the core's order (`start` → … → `complete` | `error`); after the run
@@ -56,7 +64,8 @@
 
 mod http;
 mod rt;
-/// The engine, driver loop, run handle and exchange task, shared with `a2at-tokio`.
+/// The engine, driver loop, run handle, exchange task and extension sender, shared with
+/// `a2at-tokio`.
 #[path = "../../runtime-tokio/src/shared/mod.rs"]
 mod shared;
 
@@ -68,5 +77,9 @@ pub use shared::engine::{
     load_credentials,
 };
 pub use shared::events::{EventSink, EventStream, OnFinish, OnFinishError, RunHandle};
+pub use shared::extension::{
+    ExtensionError, ExtensionSender, ExtensionSenderBuilder, ExtensionSenderConfig, Heartbeat,
+    NotificationSubscription, Reattachment, SubscriptionCompletion,
+};
 pub use shared::tls::TlsConfig;
 pub use shared::transport::{AuthHook, HttpClient};

@@ -3,9 +3,12 @@
 
 use std::future::Future;
 use std::pin::Pin;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use crate::shared::Rt;
+
+/// The clock's instants, as public types expose them (e.g. `Heartbeat`).
+pub(crate) type Instant = std::time::Instant;
 
 /// The smol runtime, as the shared engine sees it.
 pub(crate) struct Runtime;

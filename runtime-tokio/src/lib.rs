@@ -57,23 +57,23 @@
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
-mod extension;
 mod http;
 mod rt;
-/// The engine, driver loop, run handle and exchange task, shared with `a2at-smol`.
+/// The engine, driver loop, run handle, exchange task and extension sender, shared with
+/// `a2at-smol`.
 mod shared;
 
 pub use a2at_core as core;
 
 pub use a2at_core::driver_support::{BuiltControlPoint, ControlPointBuilder, EventEnvelope};
-pub use extension::{
-    ExtensionError, ExtensionSender, ExtensionSenderBuilder, ExtensionSenderConfig, Heartbeat,
-    NotificationSubscription, Reattachment, SubscriptionCompletion,
-};
 pub use shared::engine::{
     CREDENTIAL_KEY_ENV, Engine, EngineBuilder, EngineConfig, EngineError, RunBuilder, SeedSource,
     load_credentials,
 };
 pub use shared::events::{EventSink, EventStream, OnFinish, OnFinishError, RunHandle};
+pub use shared::extension::{
+    ExtensionError, ExtensionSender, ExtensionSenderBuilder, ExtensionSenderConfig, Heartbeat,
+    NotificationSubscription, Reattachment, SubscriptionCompletion,
+};
 pub use shared::tls::TlsConfig;
 pub use shared::transport::{AuthHook, HttpClient};

@@ -5,9 +5,10 @@ use std::future::Future;
 use std::pin::Pin;
 use std::time::Duration;
 
-use tokio::time::Instant;
-
 use crate::shared::Rt;
+
+/// The clock's instants, as public types expose them (e.g. `Heartbeat`).
+pub(crate) type Instant = tokio::time::Instant;
 
 /// The tokio runtime, as the shared engine sees it.
 pub(crate) struct Runtime;

@@ -261,14 +261,16 @@ impl<C: ControlPoint + 'static> Driver<C> {
 }
 
 /// Spawns `task` on the runtime; aborting the handle drops it (and its connection).
-fn spawn_abortable(task: impl std::future::Future<Output = ()> + Send + 'static) -> AbortHandle {
+pub(crate) fn spawn_abortable(
+    task: impl std::future::Future<Output = ()> + Send + 'static,
+) -> AbortHandle {
     let (handle, registration) = AbortHandle::new_pair();
     Runtime::spawn(Abortable::new(task, registration).map(|_| ()));
     handle
 }
 
-/// Microseconds since the run's epoch, read from the runtime's clock.
-fn stamp(epoch: <Runtime as Rt>::Instant) -> Timestamp {
+/// Microseconds since the run's (or operation's) epoch, read from the runtime's clock.
+pub(crate) fn stamp(epoch: <Runtime as Rt>::Instant) -> Timestamp {
     Timestamp::from_micros(u64::try_from(Runtime::elapsed(epoch).as_micros()).unwrap_or(u64::MAX))
 }
 

@@ -326,8 +326,6 @@ impl Engine {
 
     /// The validated agents and the authentication hook, for the
     /// [`ExtensionSender`](crate::ExtensionSender) built from this engine.
-    // Used by the tokio ExtensionSender; the smol one is not built yet.
-    #[allow(dead_code)]
     pub(crate) fn extension_parts(&self) -> (Arc<AgentDirectory>, Option<AuthHook>) {
         (
             self.inner.directory.clone(),

@@ -2,7 +2,7 @@
 //!
 //! Both crates compile this directory as their own module with
 //! `#[path = "…/runtime-tokio/src/shared/mod.rs"] mod shared;`, so the engine, the driver loop,
-//! the run handle and the exchange task exist once. It uses only `futures` channels and abort
+//! the run handle, the exchange task and the extension sender exist once. It uses only `futures` channels and abort
 //! handles, `async-lock` semaphores and hyper's types. What differs per runtime is supplied by
 //! the including crate:
 //!
@@ -15,6 +15,7 @@ pub(crate) mod auth;
 pub(crate) mod driver;
 pub(crate) mod engine;
 pub(crate) mod events;
+pub(crate) mod extension;
 pub(crate) mod tls;
 pub(crate) mod transport;
 

@@ -16,8 +16,8 @@
 //!
 //! [`ExtensionSender::open_notification`] returns the handle at once: the machine is built and
 //! the handle registered before any I/O (XS-3). The driver runs in its own task; the listener
-//! runs on its own thread from tokio's blocking pool, fed by its own unbounded queue, so a slow
-//! (even blocking) listener delays only its own subscription. Listener calls are made in order;
+//! runs on its own (plain `std`) thread, fed by its own unbounded queue, so a slow (even
+//! blocking) listener delays only its own subscription. Listener calls are made in order;
 //! a panicking listener is logged and the next event is still delivered.
 //!
 //! Reattachments (`SubscribeToTask` after a dropped stream) are told to the optional
@@ -26,13 +26,17 @@
 //!
 //! Dropping every handle does **not** close a subscription (XS-6): call
 //! [`NotificationSubscription::close`].
+//!
+//! Shared by both runtimes: tasks, clock and timers come from `crate::rt::Runtime`, channels and
+//! abort handles from `futures`.
 
 use std::collections::HashMap;
 use std::collections::hash_map::RandomState;
 use std::hash::{BuildHasher, Hasher};
 use std::panic::AssertUnwindSafe;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::task::{Poll, Waker};
 use std::time::Duration;
 
 use a2at_core::a2a::{AgentCard, Binding, ReceivedMessage};
@@ -44,12 +48,16 @@ use a2at_core::extension::{
 use a2at_core::host::MessageContent;
 use a2at_core::io::{ApiMisuse, HttpRequest, Input};
 use a2at_core::{OpId, Timestamp};
-use tokio::sync::{mpsc, oneshot, watch};
-use tokio::task::{AbortHandle, JoinSet};
-use tokio::time::Instant;
+use futures::FutureExt;
+use futures::StreamExt;
+use futures::channel::{mpsc, oneshot};
+use futures::future::AbortHandle;
 
-use crate::shared::engine::{Engine, EngineError, SeedSource};
-use crate::shared::transport::{AuthHook, HttpClient, Limits, Transport};
+use super::Rt;
+use super::driver::{spawn_abortable, stamp};
+use super::engine::{Engine, EngineError, SeedSource};
+use super::transport::{AuthHook, HttpClient, Limits, Transport};
+use crate::rt::{Instant, Runtime};
 
 /// Completions waiting for a driver; exchange tasks wait when it is full.
 const COMPLETION_QUEUE: usize = 256;
@@ -66,7 +74,7 @@ pub enum ExtensionError {
     /// FAILED/CANCELED/REJECTED, protocol error, reattachment exhausted, …).
     #[error("{0}")]
     Failed(ExtensionFailure),
-    /// The driver task stopped without an answer (the tokio runtime is shutting down).
+    /// The driver task stopped without an answer (the runtime is shutting down).
     #[error("the extension driver stopped before answering")]
     RuntimeStopped,
 }
@@ -240,8 +248,7 @@ impl ExtensionSenderBuilder {
             c.max_in_flight_per_agent,
             c.max_in_flight,
         );
-        let credentials =
-            crate::shared::auth::Authenticator::new(&directory, None, self.auth.is_some());
+        let credentials = super::auth::Authenticator::new(&directory, None, self.auth.is_some());
         Ok(ExtensionSender {
             inner: Arc::new(SenderInner {
                 directory,
@@ -374,11 +381,11 @@ impl ExtensionSender {
         let context_id = machine.context_id().to_owned();
         tracing::debug!(agent, %context_id, "authorization started");
         // Dropping `_close` (this future) cancels the machine.
-        let (_close, close_rx) = watch::channel(false);
+        let (_close, close_rx) = oneshot::channel::<()>();
         let (result_tx, result_rx) = oneshot::channel();
         let mut result_tx = Some(result_tx);
         let transport = self.inner.transport.clone();
-        tokio::spawn(drive(
+        Runtime::spawn(drive(
             AuthMachine(machine),
             transport,
             close_rx,
@@ -396,8 +403,8 @@ impl ExtensionSender {
     /// from its first call. `listener` gets every event's complete [`ReceivedMessage`], in
     /// order, on the subscription's own thread.
     ///
-    /// `Err` only for the preconditions (XS-10); nothing is sent then. Must be called inside a
-    /// tokio runtime.
+    /// `Err` only for the preconditions (XS-10); nothing is sent then. Must be called where the
+    /// runtime can spawn tasks (with `a2at-tokio`, inside a tokio runtime).
     pub fn open_notification<L>(
         &self,
         agent: &str,
@@ -440,12 +447,12 @@ impl ExtensionSender {
     ) -> Result<NotificationSubscription, ExtensionError> {
         let machine =
             Notification::new(&self.inner.directory, agent, &content, self.core_config())?;
-        let (close_tx, close_rx) = watch::channel(false);
+        let (close_tx, close_rx) = oneshot::channel::<()>();
         let handle = NotificationSubscription {
             shared: Arc::new(Shared {
                 agent: machine.agent_name().to_owned(),
                 context_id: machine.context_id().to_owned(),
-                opened_at: Instant::now(),
+                opened_at: Runtime::now(),
                 live: Mutex::new(Live {
                     last_event_at: None,
                     event_count: 0,
@@ -453,16 +460,16 @@ impl ExtensionSender {
                     drained: false,
                     reattachments: 0,
                 }),
-                close: close_tx,
-                ack: watch::channel(None).0,
-                done: watch::channel(None).0,
+                close: Mutex::new(Some(close_tx)),
+                ack: Signal::new(),
+                done: Signal::new(),
             }),
         };
         tracing::debug!(agent, context_id = %handle.shared.context_id, "notification opened");
-        let (queue_tx, mut queue_rx) = mpsc::unbounded_channel::<Item>();
+        let (queue_tx, queue_rx) = std::sync::mpsc::channel::<Item>();
         let for_listener = handle.clone();
-        tokio::task::spawn_blocking(move || {
-            while let Some(item) = queue_rx.blocking_recv() {
+        std::thread::spawn(move || {
+            while let Ok(item) = queue_rx.recv() {
                 let call = AssertUnwindSafe(|| match item {
                     Item::Message(m) => listener(&for_listener, *m),
                     Item::Reattached(r) => {
@@ -479,11 +486,12 @@ impl ExtensionSender {
                 }
             }
             for_listener.shared.live().drained = true;
-            for_listener.shared.done.send_modify(|_| {});
+            // `completion()` waits for `drained` too: wake it.
+            for_listener.shared.done.notify();
         });
         let shared = handle.shared.clone();
         let transport = self.inner.transport.clone();
-        tokio::spawn(async move {
+        Runtime::spawn(async move {
             let tell_shared = shared.clone();
             drive(NotiMachine(machine), transport, close_rx, move |out| {
                 tell_shared.on_output(out, &queue_tx);
@@ -535,7 +543,7 @@ impl Heartbeat {
     /// Active, and an event (or the opening) happened within `max_idle`.
     pub fn is_healthy(&self, max_idle: Duration) -> bool {
         let since = self.last_event_at.unwrap_or(self.opened_at);
-        self.active && since.elapsed() <= max_idle
+        self.active && Runtime::elapsed(since) <= max_idle
     }
 }
 
@@ -558,9 +566,79 @@ struct Shared {
     context_id: String,
     opened_at: Instant,
     live: Mutex<Live>,
-    close: watch::Sender<bool>,
-    ack: watch::Sender<Option<Result<(), ExtensionError>>>,
-    done: watch::Sender<Option<Result<SubscriptionCompletion, ExtensionError>>>,
+    /// Taken (and sent) by the first [`NotificationSubscription::close`].
+    close: Mutex<Option<oneshot::Sender<()>>>,
+    ack: Signal<Result<(), ExtensionError>>,
+    done: Signal<Result<SubscriptionCompletion, ExtensionError>>,
+}
+
+/// A value the driver sets (and a condition it changes) while any number of handles wait for
+/// it: the runtime-agnostic stand-in for a watch channel.
+struct Signal<T> {
+    state: Mutex<SignalState<T>>,
+}
+
+struct SignalState<T> {
+    value: Option<T>,
+    wakers: Vec<Waker>,
+}
+
+impl<T: Clone> Signal<T> {
+    fn new() -> Self {
+        Signal {
+            state: Mutex::new(SignalState {
+                value: None,
+                wakers: Vec::new(),
+            }),
+        }
+    }
+
+    fn lock(&self) -> MutexGuard<'_, SignalState<T>> {
+        self.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Sets the value unless one is set already.
+    fn set_first(&self, value: T) {
+        let mut state = self.lock();
+        if state.value.is_none() {
+            state.value = Some(value);
+        }
+        Self::wake(state);
+    }
+
+    /// Sets the value, replacing any.
+    fn replace(&self, value: T) {
+        let mut state = self.lock();
+        state.value = Some(value);
+        Self::wake(state);
+    }
+
+    /// Wakes every waiter to re-check its condition.
+    fn notify(&self) {
+        Self::wake(self.lock());
+    }
+
+    fn wake(mut state: MutexGuard<'_, SignalState<T>>) {
+        let wakers = std::mem::take(&mut state.wakers);
+        drop(state);
+        wakers.into_iter().for_each(Waker::wake);
+    }
+
+    /// Waits until `ready` holds for the value (checked under the signal's lock, so a change
+    /// followed by [`notify`](Self::notify) is never missed), and returns the value then.
+    async fn wait(&self, ready: impl Fn(&Option<T>) -> bool) -> Option<T> {
+        std::future::poll_fn(|cx| {
+            let mut state = self.lock();
+            if ready(&state.value) {
+                return Poll::Ready(state.value.clone());
+            }
+            if !state.wakers.iter().any(|w| w.will_wake(cx.waker())) {
+                state.wakers.push(cx.waker().clone());
+            }
+            Poll::Pending
+        })
+        .await
+    }
 }
 
 impl Shared {
@@ -568,22 +646,16 @@ impl Shared {
         self.live.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    fn on_output(&self, out: Told, queue: &mpsc::UnboundedSender<Item>) {
+    fn on_output(&self, out: Told, queue: &std::sync::mpsc::Sender<Item>) {
         match out {
             Told::Acknowledged(result) => {
-                self.ack.send_if_modified(|v| {
-                    let first = v.is_none();
-                    if first {
-                        *v = Some(result.map_err(ExtensionError::Failed));
-                    }
-                    first
-                });
+                self.ack.set_first(result.map_err(ExtensionError::Failed));
             }
             Told::Delivered(message) => {
                 {
                     let mut live = self.live();
                     live.event_count += 1;
-                    live.last_event_at = Some(Instant::now());
+                    live.last_event_at = Some(Runtime::now());
                 }
                 let _ = queue.send(Item::Message(message));
             }
@@ -597,7 +669,7 @@ impl Shared {
                     SubscriptionEnd::Completed => Ok(SubscriptionCompletion::EndedByAgent),
                     SubscriptionEnd::Failed(f) => Err(ExtensionError::Failed(f)),
                 };
-                self.done.send_replace(Some(outcome));
+                self.done.replace(outcome);
             }
         }
     }
@@ -605,22 +677,9 @@ impl Shared {
     /// The driver exited: the stream is gone.
     fn finish(&self) {
         self.live().active = false;
-        self.ack.send_if_modified(|v| {
-            let first = v.is_none();
-            if first {
-                *v = Some(Err(ExtensionError::RuntimeStopped));
-            }
-            first
-        });
-        self.done.send_if_modified(|v| {
-            let first = v.is_none();
-            if first {
-                *v = Some(Err(ExtensionError::RuntimeStopped));
-            }
-            first
-        });
-        // `completion()` waits for `active == false` too: wake it.
-        self.done.send_modify(|_| {});
+        self.ack.set_first(Err(ExtensionError::RuntimeStopped));
+        // `completion()` waits for `active == false` too: this wakes it.
+        self.done.set_first(Err(ExtensionError::RuntimeStopped));
     }
 
     /// The stream exited and the listener was handed every event.
@@ -663,18 +722,22 @@ impl NotificationSubscription {
     /// [`close`](Self::close) before it ("closed before acknowledgement"), or an end of the
     /// subscription before it. Never a synthesised success.
     pub async fn acknowledgement(&self) -> Result<(), ExtensionError> {
-        let mut rx = self.shared.ack.subscribe();
-        let value = rx.wait_for(Option::is_some).await;
-        match value {
-            Ok(v) => v.clone().unwrap_or(Err(ExtensionError::RuntimeStopped)),
-            Err(_) => Err(ExtensionError::RuntimeStopped),
-        }
+        let value = self.shared.ack.wait(Option::is_some).await;
+        value.unwrap_or(Err(ExtensionError::RuntimeStopped))
     }
 
     /// Requests the end of the subscription (drops the connection; XS-7). Idempotent; returns
     /// at once, see [`completion`](Self::completion).
     pub fn close(&self) {
-        self.shared.close.send_replace(true);
+        let close = self
+            .shared
+            .close
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .take();
+        if let Some(close) = close {
+            let _ = close.send(());
+        }
     }
 
     /// Waits until the stream has actually exited, whoever ended it, and the listener returned
@@ -682,13 +745,9 @@ impl NotificationSubscription {
     /// when the host closed it or the agent ended it, `Err` when it failed (ACK timeout,
     /// protocol error, reattachment exhausted, …).
     pub async fn completion(&self) -> Result<SubscriptionCompletion, ExtensionError> {
-        let mut rx = self.shared.done.subscribe();
-        let shared = self.shared.clone();
-        let value = rx.wait_for(|v| v.is_some() && shared.settled()).await;
-        match value {
-            Ok(v) => v.clone().unwrap_or(Err(ExtensionError::RuntimeStopped)),
-            Err(_) => Err(ExtensionError::RuntimeStopped),
-        }
+        let shared = &self.shared;
+        let value = shared.done.wait(|v| v.is_some() && shared.settled()).await;
+        value.unwrap_or(Err(ExtensionError::RuntimeStopped))
     }
 
     /// Liveness (XS-8).
@@ -810,24 +869,27 @@ impl Machine for NotiMachine {
     }
 }
 
+/// Why a driver woke up.
+enum Wake {
+    Close,
+    Input(Input),
+    Timer,
+}
+
 /// Drives one machine to its end: carries out exchanges, arms its timer, feeds completions back
-/// with the time they happened, and hands everything else to `tell`. `close` turning true (or
-/// its sender being dropped) is [`Input::Cancel`]. Decides nothing.
+/// with the time they happened, and hands everything else to `tell`. `close` resolving (sent,
+/// or its sender dropped) is [`Input::Cancel`]. Decides nothing.
 async fn drive<M: Machine>(
     mut machine: M,
     transport: Arc<Transport>,
-    mut close: watch::Receiver<bool>,
+    close: oneshot::Receiver<()>,
     mut tell: impl FnMut(M::Told) + Send,
 ) {
-    let epoch = Instant::now();
-    // The shared exchange task reports on a `futures` channel (runtime-agnostic).
-    let (tx, mut rx) = futures::channel::mpsc::channel::<Input>(COMPLETION_QUEUE);
-    let mut tasks: JoinSet<()> = JoinSet::new();
+    let epoch = Runtime::now();
+    let (tx, mut rx) = mpsc::channel::<Input>(COMPLETION_QUEUE);
     let mut ops: HashMap<OpId, AbortHandle> = HashMap::new();
-    let mut close_open = true;
-    let far_future = epoch + Duration::from_secs(86_400 * 365);
-    let sleep = tokio::time::sleep_until(far_future);
-    tokio::pin!(sleep);
+    let mut close = Some(close);
+    let mut sleep = None;
     let mut armed: Option<Timestamp> = None;
     loop {
         while let Some(step) = machine.poll_output() {
@@ -836,8 +898,8 @@ async fn drive<M: Machine>(
                     let op = req.op;
                     let transport = transport.clone();
                     let tx = tx.clone();
-                    let handle = tasks.spawn(async move { transport.exchange(req, tx).await });
-                    ops.insert(op, handle);
+                    let task = async move { transport.exchange(req, tx).await };
+                    ops.insert(op, spawn_abortable(task));
                 }
                 Step::Abort(op) => {
                     if let Some(h) = ops.remove(&op) {
@@ -851,27 +913,46 @@ async fn drive<M: Machine>(
         if machine.is_done() {
             break;
         }
-        while tasks.try_join_next().is_some() {}
         let deadline = machine.poll_timeout();
         if deadline != armed {
             armed = deadline;
-            if let Some(d) = deadline {
-                let at = epoch
-                    .checked_add(Duration::from_micros(d.as_micros()))
-                    .unwrap_or(far_future);
-                sleep.as_mut().reset(at);
-            }
+            sleep =
+                deadline.map(
+                    |d| match Runtime::add(epoch, Duration::from_micros(d.as_micros())) {
+                        Some(at) => Runtime::sleep_until(at),
+                        None => std::future::pending().boxed(),
+                    },
+                );
         }
-        let input = tokio::select! {
-            biased;
-            _ = close.wait_for(|c| *c), if close_open => {
-                close_open = false;
-                Some(Input::Cancel)
+        let wake = std::future::poll_fn(|cx| {
+            if let Some(c) = close.as_mut() {
+                if c.poll_unpin(cx).is_ready() {
+                    close = None;
+                    return Poll::Ready(Wake::Close);
+                }
             }
-            input = futures::StreamExt::next(&mut rx) => input,
-            _ = &mut sleep, if deadline.is_some() => None,
-        };
+            if let Poll::Ready(Some(input)) = rx.poll_next_unpin(cx) {
+                return Poll::Ready(Wake::Input(input));
+            }
+            if let Some(s) = sleep.as_mut() {
+                if s.poll_unpin(cx).is_ready() {
+                    return Poll::Ready(Wake::Timer);
+                }
+            }
+            Poll::Pending
+        })
+        .await;
         let now = stamp(epoch);
+        let input = match wake {
+            Wake::Close => Some(Input::Cancel),
+            Wake::Input(input) => Some(input),
+            Wake::Timer => {
+                // A fired timer is not polled again: re-arm on the next pass.
+                armed = None;
+                sleep = None;
+                None
+            }
+        };
         if let Some(input) = input {
             if let Input::ResponseEnd { op } | Input::TransportFailed { op, .. } = &input {
                 ops.remove(op);
@@ -880,16 +961,12 @@ async fn drive<M: Machine>(
                 tracing::error!(%misuse, "the core rejected an input (runtime bug)");
             }
         }
+        // Expiry is decided by the clock, not by which future woke us.
         if machine.poll_timeout().is_some_and(|d| d <= now) {
             if let Err(misuse) = machine.handle_timeout(now) {
                 tracing::error!(%misuse, "the core rejected a timeout (runtime bug)");
             }
         }
     }
-    tasks.abort_all();
-}
-
-/// Microseconds since the operation's epoch, on tokio's clock (pausable in tests).
-fn stamp(epoch: Instant) -> Timestamp {
-    Timestamp::from_micros(u64::try_from(epoch.elapsed().as_micros()).unwrap_or(u64::MAX))
+    ops.values().for_each(AbortHandle::abort);
 }
