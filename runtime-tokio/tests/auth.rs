@@ -301,3 +301,30 @@ async fn the_cli_encrypts_a_credential_that_run_then_uses() {
         Some("Bearer cli-token-9")
     );
 }
+
+#[tokio::test]
+async fn the_extension_sender_built_from_an_engine_uses_its_credentials() {
+    use a2at_tokio::core::a2at::AUTHORIZATION_T_URI;
+    let server = LoopbackServer::start(vec![
+        ScriptedAgent::new("alpha").with_extension(AUTHORIZATION_T_URI),
+    ])
+    .await;
+    let (schemes, reqs) = bearer();
+    let creds = CredentialsConfig::from_json_value(
+        &json!({"alpha": {"bearer": {"token": "ext-token"}}}),
+        None,
+    )
+    .unwrap();
+    let engine = Engine::builder(secured(&server, schemes, reqs))
+        .credentials(creds)
+        .build()
+        .unwrap();
+    let sender = engine.extension_sender().unwrap();
+    let content = MessageContent::text("allow")
+        .with_extension(AUTHORIZATION_T_URI)
+        .with_metadata(AUTHORIZATION_T_URI, json!("## Policy\nallow"));
+    let result = sender.send_authorization("alpha", content).await.unwrap();
+    assert!(result.success, "{result:?}");
+    let sent = server.requests_to("alpha", "SendMessage");
+    assert_eq!(sent[0].header("Authorization"), Some("Bearer ext-token"));
+}

@@ -268,6 +268,7 @@ impl EngineBuilder {
                     auth: self.auth,
                 }),
                 runs: AtomicU64::new(0),
+                credentials: self.credentials,
             }),
         })
     }
@@ -278,6 +279,8 @@ struct Inner {
     config: EngineConfig,
     transport: Arc<Transport>,
     runs: AtomicU64,
+    /// Kept for the [`ExtensionSender`](crate::ExtensionSender) built from this engine.
+    credentials: Option<a2at_core::auth::CredentialsConfig>,
 }
 
 /// The engine: validated cards, settings, the HTTP client and the concurrency limits. Cheap to
@@ -324,12 +327,19 @@ impl Engine {
         &self.inner.transport.client
     }
 
-    /// The validated agents and the authentication hook, for the
+    /// The validated agents, the authentication hook and the credentials, for the
     /// [`ExtensionSender`](crate::ExtensionSender) built from this engine.
-    pub(crate) fn extension_parts(&self) -> (Arc<AgentDirectory>, Option<AuthHook>) {
+    pub(crate) fn extension_parts(
+        &self,
+    ) -> (
+        Arc<AgentDirectory>,
+        Option<AuthHook>,
+        Option<a2at_core::auth::CredentialsConfig>,
+    ) {
         (
             self.inner.directory.clone(),
             self.inner.transport.auth.clone(),
+            self.inner.credentials.clone(),
         )
     }
 

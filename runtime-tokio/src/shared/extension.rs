@@ -148,6 +148,7 @@ pub struct ExtensionSenderBuilder {
     config: ExtensionSenderConfig,
     http: Option<HttpClient>,
     auth: Option<AuthHook>,
+    credentials: Option<a2at_core::auth::CredentialsConfig>,
 }
 
 impl std::fmt::Debug for ExtensionSenderBuilder {
@@ -162,6 +163,12 @@ impl ExtensionSenderBuilder {
     /// Replaces all settings.
     pub fn config(mut self, config: ExtensionSenderConfig) -> Self {
         self.config = config;
+        self
+    }
+
+    /// Built-in credential authentication, as [`EngineBuilder::credentials`](crate::EngineBuilder::credentials).
+    pub fn credentials(mut self, credentials: a2at_core::auth::CredentialsConfig) -> Self {
+        self.credentials = Some(credentials);
         self
     }
 
@@ -248,15 +255,16 @@ impl ExtensionSenderBuilder {
             c.max_in_flight_per_agent,
             c.max_in_flight,
         );
-        let credentials = super::auth::Authenticator::new(&directory, None, self.auth.is_some());
+        let credentials = super::auth::Authenticator::new(
+            &directory,
+            self.credentials.as_ref(),
+            self.auth.is_some(),
+        );
         Ok(ExtensionSender {
             inner: Arc::new(SenderInner {
                 directory,
                 config: self.config,
                 transport: Arc::new(Transport {
-                    // Built-in credentials are not wired into the sender yet: an agent whose card
-                    // requires authentication is reachable only through the hook, never
-                    // unauthenticated.
                     credentials,
                     client,
                     limits,
@@ -296,7 +304,7 @@ impl Engine {
     /// authentication hook, with budgets taken from the engine (send budget = task budget).
     /// The sender gets its own transport (XS-9).
     pub fn extension_sender_builder(&self) -> ExtensionSenderBuilder {
-        let (directory, auth) = self.extension_parts();
+        let (directory, auth, credentials) = self.extension_parts();
         let c = self.config();
         ExtensionSenderBuilder {
             cards: None,
@@ -311,6 +319,7 @@ impl Engine {
             },
             http: None,
             auth,
+            credentials,
         }
     }
 
@@ -330,6 +339,7 @@ impl ExtensionSender {
             config: ExtensionSenderConfig::default(),
             http: None,
             auth: None,
+            credentials: None,
         }
     }
 
