@@ -94,6 +94,81 @@ enum Wake {
     Timer,
 }
 
+/// Waits for whatever comes first: the cancel signal, a completion, or the machine's deadline.
+/// Shared by every driver loop (runs and extension operations) so the wake-up rules exist once.
+pub(crate) struct Waiter {
+    epoch: <Runtime as Rt>::Instant,
+    cancel: Option<oneshot::Receiver<()>>,
+    sleep: Option<std::pin::Pin<Box<dyn std::future::Future<Output = ()> + Send>>>,
+    armed: Option<Timestamp>,
+}
+
+impl Waiter {
+    /// Starts the machine's clock now; `cancel` resolving (sent or dropped) means cancel.
+    pub(crate) fn new(cancel: oneshot::Receiver<()>) -> Waiter {
+        Waiter {
+            epoch: Runtime::now(),
+            cancel: Some(cancel),
+            sleep: None,
+            armed: None,
+        }
+    }
+
+    /// Microseconds since the machine's epoch.
+    pub(crate) fn now(&self) -> Timestamp {
+        stamp(self.epoch)
+    }
+
+    /// The next input (`Input::Cancel` for the cancel signal) or `None` when the deadline fired,
+    /// with the time it happened. Re-arms the timer only when `deadline` changed.
+    pub(crate) async fn next(
+        &mut self,
+        deadline: Option<Timestamp>,
+        rx: &mut mpsc::Receiver<Input>,
+    ) -> (Timestamp, Option<Input>) {
+        if deadline != self.armed {
+            self.armed = deadline;
+            let epoch = self.epoch;
+            self.sleep =
+                deadline.map(
+                    |d| match Runtime::add(epoch, Duration::from_micros(d.as_micros())) {
+                        Some(at) => Runtime::sleep_until(at),
+                        None => std::future::pending().boxed(),
+                    },
+                );
+        }
+        let wake = std::future::poll_fn(|cx| {
+            if let Some(c) = self.cancel.as_mut() {
+                if c.poll_unpin(cx).is_ready() {
+                    self.cancel = None;
+                    return Poll::Ready(Wake::Cancel);
+                }
+            }
+            if let Poll::Ready(Some(input)) = rx.poll_next_unpin(cx) {
+                return Poll::Ready(Wake::Input(input));
+            }
+            if let Some(s) = self.sleep.as_mut() {
+                if s.poll_unpin(cx).is_ready() {
+                    return Poll::Ready(Wake::Timer);
+                }
+            }
+            Poll::Pending
+        })
+        .await;
+        let input = match wake {
+            Wake::Cancel => Some(Input::Cancel),
+            Wake::Input(input) => Some(input),
+            Wake::Timer => {
+                // A fired timer is not polled again: re-arm on the next pass.
+                self.armed = None;
+                self.sleep = None;
+                None
+            }
+        };
+        (self.now(), input)
+    }
+}
+
 /// Wraps a core event with the current wall-clock time.
 pub(crate) fn stamp_event(event: Event) -> EventEnvelope {
     let timestamp = SystemTime::now()
@@ -110,15 +185,12 @@ impl<C: ControlPoint + 'static> Driver<C> {
         mut run: Run,
         cancel: oneshot::Receiver<()>,
     ) -> ExecutionResult {
-        let epoch = Runtime::now();
+        let mut waiter = Waiter::new(cancel);
         let (tx, mut rx) = mpsc::channel::<Input>(COMPLETION_QUEUE);
         // Every spawned exchange and callback, by the id the core may abort it with.
         let mut ops: BTreeMap<OpId, AbortHandle> = BTreeMap::new();
         let mut calls: BTreeMap<CallId, AbortHandle> = BTreeMap::new();
         let mut collected: Vec<EventEnvelope> = Vec::new();
-        let mut cancel = Some(cancel);
-        let mut sleep = None;
-        let mut armed: Option<Timestamp> = None;
         loop {
             while let Some(output) = run.poll_output() {
                 Recorder::write(&mut self.recorder, |w| w.output(&output));
@@ -160,46 +232,7 @@ impl<C: ControlPoint + 'static> Driver<C> {
                 }
             }
 
-            let deadline = run.poll_timeout();
-            if deadline != armed {
-                armed = deadline;
-                sleep = deadline.map(|d| {
-                    let at = Runtime::add(epoch, Duration::from_micros(d.as_micros()));
-                    match at {
-                        Some(at) => Runtime::sleep_until(at),
-                        None => std::future::pending().boxed(),
-                    }
-                });
-            }
-            let wake = std::future::poll_fn(|cx| {
-                if let Some(c) = cancel.as_mut() {
-                    if c.poll_unpin(cx).is_ready() {
-                        cancel = None;
-                        return Poll::Ready(Wake::Cancel);
-                    }
-                }
-                if let Poll::Ready(Some(input)) = rx.poll_next_unpin(cx) {
-                    return Poll::Ready(Wake::Input(input));
-                }
-                if let Some(s) = sleep.as_mut() {
-                    if s.poll_unpin(cx).is_ready() {
-                        return Poll::Ready(Wake::Timer);
-                    }
-                }
-                Poll::Pending
-            })
-            .await;
-            let now = stamp(epoch);
-            let input = match wake {
-                Wake::Cancel => Some(Input::Cancel),
-                Wake::Input(input) => Some(input),
-                Wake::Timer => {
-                    // A fired timer is not polled again: re-arm on the next pass.
-                    armed = None;
-                    sleep = None;
-                    None
-                }
-            };
+            let (now, input) = waiter.next(run.poll_timeout(), &mut rx).await;
             if let Some(input) = input {
                 match &input {
                     Input::ResponseEnd { op } | Input::TransportFailed { op, .. } => {

@@ -48,13 +48,11 @@ use a2at_core::extension::{
 use a2at_core::host::MessageContent;
 use a2at_core::io::{ApiMisuse, HttpRequest, Input};
 use a2at_core::{OpId, Timestamp};
-use futures::FutureExt;
-use futures::StreamExt;
 use futures::channel::{mpsc, oneshot};
 use futures::future::AbortHandle;
 
 use super::Rt;
-use super::driver::{spawn_abortable, stamp};
+use super::driver::{Waiter, spawn_abortable};
 use super::engine::{Engine, EngineError, SeedSource};
 use super::transport::{AuthHook, HttpClient, Limits, Transport};
 use crate::rt::{Instant, Runtime};
@@ -879,13 +877,6 @@ impl Machine for NotiMachine {
     }
 }
 
-/// Why a driver woke up.
-enum Wake {
-    Close,
-    Input(Input),
-    Timer,
-}
-
 /// Drives one machine to its end: carries out exchanges, arms its timer, feeds completions back
 /// with the time they happened, and hands everything else to `tell`. `close` resolving (sent,
 /// or its sender dropped) is [`Input::Cancel`]. Decides nothing.
@@ -895,12 +886,9 @@ async fn drive<M: Machine>(
     close: oneshot::Receiver<()>,
     mut tell: impl FnMut(M::Told) + Send,
 ) {
-    let epoch = Runtime::now();
+    let mut waiter = Waiter::new(close);
     let (tx, mut rx) = mpsc::channel::<Input>(COMPLETION_QUEUE);
     let mut ops: HashMap<OpId, AbortHandle> = HashMap::new();
-    let mut close = Some(close);
-    let mut sleep = None;
-    let mut armed: Option<Timestamp> = None;
     loop {
         while let Some(step) = machine.poll_output() {
             match step {
@@ -923,46 +911,7 @@ async fn drive<M: Machine>(
         if machine.is_done() {
             break;
         }
-        let deadline = machine.poll_timeout();
-        if deadline != armed {
-            armed = deadline;
-            sleep =
-                deadline.map(
-                    |d| match Runtime::add(epoch, Duration::from_micros(d.as_micros())) {
-                        Some(at) => Runtime::sleep_until(at),
-                        None => std::future::pending().boxed(),
-                    },
-                );
-        }
-        let wake = std::future::poll_fn(|cx| {
-            if let Some(c) = close.as_mut() {
-                if c.poll_unpin(cx).is_ready() {
-                    close = None;
-                    return Poll::Ready(Wake::Close);
-                }
-            }
-            if let Poll::Ready(Some(input)) = rx.poll_next_unpin(cx) {
-                return Poll::Ready(Wake::Input(input));
-            }
-            if let Some(s) = sleep.as_mut() {
-                if s.poll_unpin(cx).is_ready() {
-                    return Poll::Ready(Wake::Timer);
-                }
-            }
-            Poll::Pending
-        })
-        .await;
-        let now = stamp(epoch);
-        let input = match wake {
-            Wake::Close => Some(Input::Cancel),
-            Wake::Input(input) => Some(input),
-            Wake::Timer => {
-                // A fired timer is not polled again: re-arm on the next pass.
-                armed = None;
-                sleep = None;
-                None
-            }
-        };
+        let (now, input) = waiter.next(machine.poll_timeout(), &mut rx).await;
         if let Some(input) = input {
             if let Input::ResponseEnd { op } | Input::TransportFailed { op, .. } = &input {
                 ops.remove(op);
