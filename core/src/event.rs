@@ -96,6 +96,51 @@ impl core::fmt::Display for EventType {
     }
 }
 
+/// Which events a run builds and emits ([`crate::run::RunConfig::events`]).
+///
+/// Events are JSON payloads assembled per step and per subtask, and on a large workflow they are
+/// most of the core's work. A run nobody watches can switch them off and pays nothing for them;
+/// the [`crate::io::Output::Finished`] result is complete either way.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub enum EventSelection {
+    /// Every event (the default).
+    #[default]
+    All,
+    /// No event at all.
+    None,
+    /// Only events of these types, in the usual order.
+    Only(Vec<EventType>),
+}
+
+impl EventSelection {
+    /// Whether events of `kind` are built and emitted.
+    pub fn includes(&self, kind: EventType) -> bool {
+        match self {
+            EventSelection::All => true,
+            EventSelection::None => false,
+            EventSelection::Only(kinds) => kinds.contains(&kind),
+        }
+    }
+
+    /// The selection as a trace stores it: `None` for all, else the list of included types.
+    pub fn to_list(&self) -> Option<Vec<EventType>> {
+        match self {
+            EventSelection::All => None,
+            EventSelection::None => Some(Vec::new()),
+            EventSelection::Only(kinds) => Some(kinds.clone()),
+        }
+    }
+
+    /// The inverse of [`EventSelection::to_list`].
+    pub fn from_list(list: Option<Vec<EventType>>) -> EventSelection {
+        match list {
+            None => EventSelection::All,
+            Some(kinds) if kinds.is_empty() => EventSelection::None,
+            Some(kinds) => EventSelection::Only(kinds),
+        }
+    }
+}
+
 /// One event: a stable type and its JSON payload.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Event {
@@ -116,6 +161,21 @@ impl Event {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn selection_round_trips_through_its_trace_list() {
+        for selection in [
+            EventSelection::All,
+            EventSelection::None,
+            EventSelection::Only(vec![EventType::Start, EventType::Complete]),
+        ] {
+            assert_eq!(EventSelection::from_list(selection.to_list()), selection);
+        }
+        let only = EventSelection::Only(vec![EventType::Error]);
+        assert!(only.includes(EventType::Error));
+        assert!(!only.includes(EventType::Complete));
+        assert!(!EventSelection::None.includes(EventType::Start));
+    }
 
     #[test]
     fn serialised_type_matches_the_stable_string() {

@@ -133,7 +133,7 @@ pub mod time;
 pub mod trace;
 pub mod workflow;
 
-pub use event::{Event, EventType};
+pub use event::{Event, EventSelection, EventType};
 pub use ids::{CallId, IdGenerator, OpId, StepId, TaskKey};
 pub use io::{ApiMisuse, HttpRequest, Input, Output};
 pub use result::ExecutionResult;

@@ -6,7 +6,7 @@ use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use serde_json::Value;
 
 use crate::a2a::ResponseDecoder;
-use crate::event::{Event, EventType};
+use crate::event::{Event, EventSelection, EventType};
 use crate::ids::{CallId, IdGenerator, OpId, StepId, TaskKey};
 use crate::io::{Correlation, OpPurpose, Output};
 use crate::time::Timestamp;
@@ -64,10 +64,24 @@ pub(crate) struct Ctx {
     next_op: u64,
     pub calls: BTreeMap<CallId, CallOwner>,
     pub ops: BTreeMap<OpId, OpEntry>,
+    events: EventSelection,
 }
 
+/// Emits an event if the run's [`EventSelection`] includes it, building the payload only then:
+/// `emit!(self.ctx, EventType::StepStart, json!({...}))`.
+macro_rules! emit {
+    ($ctx:expr, $kind:expr, $data:expr $(,)?) => {{
+        let kind = $kind;
+        if $ctx.wants(kind) {
+            let data = $data;
+            $ctx.emit(kind, data);
+        }
+    }};
+}
+pub(crate) use emit;
+
 impl Ctx {
-    pub fn new(ids: IdGenerator, execution_id: String) -> Self {
+    pub fn new(ids: IdGenerator, execution_id: String, events: EventSelection) -> Self {
         Ctx {
             now: Timestamp::ZERO,
             ids,
@@ -79,7 +93,13 @@ impl Ctx {
             next_op: 0,
             calls: BTreeMap::new(),
             ops: BTreeMap::new(),
+            events,
         }
+    }
+
+    /// Whether events of `kind` are emitted at all (see [`emit!`]).
+    pub fn wants(&self, kind: EventType) -> bool {
+        self.events.includes(kind)
     }
 
     pub fn emit(&mut self, kind: EventType, data: Value) {

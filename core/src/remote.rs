@@ -50,7 +50,7 @@ use crate::host::{
 };
 use crate::ids::{CallId, OpId, TaskKey};
 use crate::io::{Correlation, HttpRequest, OpPurpose, Output, TransportError};
-use crate::machine::{CallOwner, Ctx, OpEntry, TimerKey};
+use crate::machine::{CallOwner, Ctx, OpEntry, TimerKey, emit};
 use crate::run::RunConfig;
 use crate::time::Timestamp;
 
@@ -274,7 +274,8 @@ impl Invocation {
         check_content(&content, agent)?;
         self.negotiation_active = content.activates(a2at::NEGOTIATION_T_URI);
         let extensions = content.unique_extensions();
-        env.ctx.emit(
+        emit!(
+            env.ctx,
             EventType::AgentRequest,
             json!({
                 "agent": self.request.agent_name,
@@ -445,7 +446,8 @@ impl Invocation {
         match event {
             StreamResponse::Task(t) => {
                 self.last_state = Some(t.status.state);
-                env.ctx.emit(
+                emit!(
+                    env.ctx,
                     EventType::AgentStatusUpdate,
                     json!({
                         "agent": agent,
@@ -459,7 +461,8 @@ impl Invocation {
             }
             StreamResponse::StatusUpdate(u) => {
                 self.last_state = Some(u.status.state);
-                env.ctx.emit(
+                emit!(
+                    env.ctx,
                     EventType::AgentStatusUpdate,
                     json!({
                         "agent": agent,
@@ -471,7 +474,8 @@ impl Invocation {
                     }),
                 );
             }
-            StreamResponse::ArtifactUpdate(u) => env.ctx.emit(
+            StreamResponse::ArtifactUpdate(u) => emit!(
+                env.ctx,
                 EventType::AgentArtifactUpdate,
                 json!({
                     "agent": agent,
@@ -483,7 +487,8 @@ impl Invocation {
                     "artifact": u.artifact,
                 }),
             ),
-            StreamResponse::Message(m) => env.ctx.emit(
+            StreamResponse::Message(m) => emit!(
+                env.ctx,
                 EventType::AgentMessageEvent,
                 json!({ "agent": agent, "role": m.role.as_str(), "message": m }),
             ),
@@ -690,7 +695,8 @@ impl Invocation {
             remaining_wait: self.deadline.saturating_duration_since(env.ctx.now),
         };
         let call = env.ctx.new_call(CallOwner::Invocation(self.key));
-        env.ctx.emit(
+        emit!(
+            env.ctx,
             EventType::NegotiationRequest,
             json!({
                 "agent": self.request.agent_name,
@@ -761,7 +767,8 @@ impl Invocation {
             received: *received,
             reply: content.clone(),
         });
-        env.ctx.emit(
+        emit!(
+            env.ctx,
             EventType::NegotiationResolved,
             json!({
                 "agent": self.request.agent_name,
@@ -787,7 +794,8 @@ impl Invocation {
     }
 
     fn emit_negotiation_failed(&self, code: &str, message: &str, env: &mut Env<'_>) {
-        env.ctx.emit(
+        emit!(
+            env.ctx,
             EventType::NegotiationFailed,
             json!({
                 "agent": self.request.agent_name,
@@ -838,7 +846,8 @@ impl Invocation {
         };
         self.finish(env);
         let text: Vec<&str> = result.outputs.iter().filter_map(Value::as_str).collect();
-        env.ctx.emit(
+        emit!(
+            env.ctx,
             EventType::AgentResponse,
             json!({
                 "agent": self.request.agent_name,

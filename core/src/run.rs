@@ -31,14 +31,14 @@ use serde_json::{Value, json};
 
 use crate::a2a::{A2aCall, DecodeLimits, ResponseItem, StreamResponse};
 use crate::agents::AgentDirectory;
-use crate::event::EventType;
+use crate::event::{EventSelection, EventType};
 use crate::host::{
     HostReply, HostRequest, RouteDecision, RouteRequest, TaskExecutionResult, TaskRequest,
     TaskResult, TaskStatus, UpstreamStepResult, WorkflowInput, codes,
 };
 use crate::ids::{CallId, IdGenerator, OpId, StepId, TaskKey, name_based_uuid};
 use crate::io::{ApiMisuse, Input, OpPurpose, Output};
-use crate::machine::{CallOwner, Ctx, TimerKey};
+use crate::machine::{CallOwner, Ctx, TimerKey, emit};
 use crate::remote::{Env, Invocation, open_exchange};
 use crate::result::{ExecutionResult, RunError, StepReport, StepStatus};
 use crate::time::Timestamp;
@@ -65,6 +65,8 @@ pub struct RunConfig {
     pub history_length: Option<i32>,
     /// Size limits for decoding responses.
     pub decode_limits: DecodeLimits,
+    /// Which events are built and emitted (default all). The result is complete either way.
+    pub events: EventSelection,
 }
 
 impl Default for RunConfig {
@@ -79,6 +81,7 @@ impl Default for RunConfig {
             max_negotiation_exchanges: 3,
             history_length: Some(0),
             decode_limits: DecodeLimits::default(),
+            events: EventSelection::All,
         }
     }
 }
@@ -181,12 +184,13 @@ impl Run {
                 routing: None,
             })
             .collect();
+        let events = config.events.clone();
         let mut run = Run {
             workflow,
             agents,
             config,
             start,
-            ctx: Ctx::new(ids, execution_id),
+            ctx: Ctx::new(ids, execution_id, events),
             steps,
             slots: BTreeMap::new(),
             ready: BTreeSet::new(),
@@ -327,7 +331,8 @@ impl Run {
         self.started = true;
         let wf = self.workflow.workflow();
         let names: Vec<&str> = wf.steps.iter().map(|s| s.name.as_str()).collect();
-        self.ctx.emit(
+        emit!(
+            self.ctx,
             EventType::Start,
             json!({
                 "workflow": wf.name,
@@ -428,7 +433,8 @@ impl Run {
                     "Workflow dependency deadlock; unresolved active predecessors: {}",
                     stuck.join("; ")
                 );
-                self.ctx.emit(
+                emit!(
+                    self.ctx,
                     EventType::Error,
                     json!({ "error": message, "errorCode": codes::DEADLOCK }),
                 );
@@ -474,36 +480,39 @@ impl Run {
             execution_id: self.ctx.execution_id.clone(),
             success,
             error: self.failure.clone(),
-            history: self.history.clone(),
+            // Nothing is added to the history once the run has finished.
+            history: std::mem::take(&mut self.history),
             step_outputs,
             steps: reports,
         };
-        self.ctx.emit(
+        emit!(
+            self.ctx,
             EventType::WorkflowComplete,
             json!({ "success": success, "executionId": self.ctx.execution_id }),
         );
-        let history = serde_json::to_value(&result.history).unwrap_or(Value::Null);
-        let outputs = serde_json::to_value(&result.step_outputs).unwrap_or(Value::Null);
-        match &result.error {
-            None => self.ctx.emit(
-                EventType::Complete,
-                json!({
+        let last = if result.error.is_some() {
+            EventType::Error
+        } else {
+            EventType::Complete
+        };
+        emit!(self.ctx, last, {
+            let history = serde_json::to_value(&result.history).unwrap_or(Value::Null);
+            let outputs = serde_json::to_value(&result.step_outputs).unwrap_or(Value::Null);
+            match &result.error {
+                None => json!({
                     "history": history,
                     "step_outputs": outputs,
                     "executionId": self.ctx.execution_id,
                 }),
-            ),
-            Some(error) => self.ctx.emit(
-                EventType::Error,
-                json!({
+                Some(error) => json!({
                     "error": error.message,
                     "errorCode": error.code,
                     "history": history,
                     "step_outputs": outputs,
                     "executionId": self.ctx.execution_id,
                 }),
-            ),
-        }
+            }
+        });
         self.ctx.push(Output::Finished(Box::new(result.clone())));
         self.finished = Some(result);
     }
@@ -576,7 +585,8 @@ impl Run {
             state.results = vec![None; step.subtasks.len()];
             state.running = step.subtasks.len();
         }
-        self.ctx.emit(
+        emit!(
+            self.ctx,
             EventType::StepStart,
             json!({ "step": step.name, "step_type": step.step_type.as_str(), "executionId": self.ctx.execution_id }),
         );
@@ -599,7 +609,8 @@ impl Run {
                 language: self.start.language.clone(),
                 workflow_input: self.steps[id.index()].window.clone(),
             };
-            self.ctx.emit(
+            emit!(
+                self.ctx,
                 EventType::TaskRequest,
                 json!({
                     "step": step.name,
@@ -610,7 +621,8 @@ impl Run {
                     "executionId": self.ctx.execution_id,
                 }),
             );
-            self.ctx.emit(
+            emit!(
+                self.ctx,
                 EventType::TaskStatusChanged,
                 json!({ "step": step.name, "subtask_index": i, "agent": sub.agent, "status": "running" }),
             );
@@ -703,7 +715,8 @@ impl Run {
         let step_id = key.step;
         let step_type = self.workflow.step(step_id).step_type;
         let name = self.workflow.step(step_id).name.clone();
-        self.ctx.emit(
+        emit!(
+            self.ctx,
             EventType::TaskStatusChanged,
             json!({
                 "step": name,
@@ -712,7 +725,8 @@ impl Run {
                 "status": result.status.as_str(),
             }),
         );
-        self.ctx.emit(
+        emit!(
+            self.ctx,
             EventType::TaskResponse,
             json!({
                 "step": name,
@@ -787,7 +801,8 @@ impl Run {
         }
         if succeeded {
             self.steps[id.index()].phase = Phase::Succeeded;
-            self.ctx.emit(
+            emit!(
+                self.ctx,
                 EventType::StepComplete,
                 json!({ "step": name, "success": true, "results": results_json, "executionId": self.ctx.execution_id }),
             );
@@ -796,7 +811,8 @@ impl Run {
             }
         } else {
             self.steps[id.index()].phase = Phase::Failed;
-            self.ctx.emit(
+            emit!(
+                self.ctx,
                 EventType::Error,
                 json!({
                     "step": name,
@@ -872,7 +888,8 @@ impl Run {
                     "onRoute failed for edge {} -> {}: {}",
                     step.name, target, cause
                 );
-                self.ctx.emit(
+                emit!(
+                    self.ctx,
                     EventType::Error,
                     json!({
                         "step": step.name,
@@ -917,7 +934,8 @@ impl Run {
         let mut activated = Vec::new();
         for (edge, decision) in workflow.edges(id).iter().zip(routing.decisions) {
             let decision = decision.expect("all decisions present");
-            self.ctx.emit(
+            emit!(
+                self.ctx,
                 EventType::RouteDecision,
                 json!({
                     "step": step.name,

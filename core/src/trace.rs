@@ -88,6 +88,7 @@ use serde_json::{Map, Value, json};
 
 use crate::a2a::{AgentCard, Binding, DecodeLimits};
 use crate::agents::AgentDirectory;
+use crate::event::{EventSelection, EventType};
 use crate::io::{ApiMisuse, Input, Output};
 use crate::result::ExecutionResult;
 use crate::run::{Run, RunConfig, RunStart};
@@ -127,6 +128,9 @@ pub struct TraceConfig {
     pub max_event_bytes: u64,
     /// [`DecodeLimits::max_body_bytes`].
     pub max_body_bytes: u64,
+    /// [`RunConfig::events`]: absent for all events, else the emitted types (`[]` for none).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub events: Option<Vec<EventType>>,
 }
 
 fn micros(d: Duration) -> u64 {
@@ -146,6 +150,7 @@ impl TraceConfig {
             history_length: config.history_length,
             max_event_bytes: config.decode_limits.max_event_bytes as u64,
             max_body_bytes: config.decode_limits.max_body_bytes as u64,
+            events: config.events.to_list(),
         }
     }
 
@@ -165,6 +170,7 @@ impl TraceConfig {
                 max_event_bytes: usize::try_from(self.max_event_bytes).unwrap_or(usize::MAX),
                 max_body_bytes: usize::try_from(self.max_body_bytes).unwrap_or(usize::MAX),
             },
+            events: EventSelection::from_list(self.events.clone()),
         }
     }
 }

@@ -235,3 +235,73 @@ fn a_tls_policy_that_cannot_be_built_is_an_error_never_a_fallback() {
     );
     assert!(HttpClient::with_tls(&TlsConfig::default()).is_ok());
 }
+
+/// A trace writer the test can read back.
+#[derive(Clone, Default)]
+struct SharedBuffer(Arc<std::sync::Mutex<Vec<u8>>>);
+
+impl std::io::Write for SharedBuffer {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.0.lock().expect("buffer").extend_from_slice(buf);
+        Ok(buf.len())
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+impl SharedBuffer {
+    fn header(&self) -> Value {
+        let bytes = self.0.lock().expect("buffer").clone();
+        let text = String::from_utf8(bytes).expect("utf-8 trace");
+        serde_json::from_str(text.lines().next().expect("a header line")).expect("json header")
+    }
+}
+
+#[tokio::test]
+async fn events_are_built_only_when_someone_can_see_them() {
+    use a2at_core::event::{EventSelection, EventType};
+    let server = LoopbackServer::start(vec![ScriptedAgent::new("alpha")]).await;
+    let engine = Engine::builder(server.cards()).build().expect("engine");
+    let wf = wide(&["alpha"], 2);
+
+    // execute() with nobody watching: the run is told to build no events at all.
+    let quiet = SharedBuffer::default();
+    let result = engine
+        .run(wf.clone(), echo_host())
+        .record(quiet.clone())
+        .execute()
+        .await;
+    assert!(result.success, "{:?}", result.error);
+    assert_eq!(quiet.header()["config"]["events"], json!([]));
+
+    // With a sink, every event is built and delivered.
+    let seen = Arc::new(std::sync::Mutex::new(Vec::new()));
+    let sink_seen = seen.clone();
+    let watched = SharedBuffer::default();
+    let watched_result = engine
+        .run(wf.clone(), echo_host())
+        .record(watched.clone())
+        .event_sink(move |e| sink_seen.lock().expect("events").push(e.kind))
+        .execute()
+        .await;
+    assert_eq!(watched_result.history.len(), result.history.len());
+    assert!(watched.header()["config"].get("events").is_none());
+    let kinds = seen.lock().expect("events").clone();
+    assert!(kinds.contains(&EventType::StepStart), "{kinds:?}");
+    assert!(kinds.contains(&EventType::Complete), "{kinds:?}");
+
+    // An explicit selection wins: only `complete`, plus the runtime's own `close`.
+    let seen = Arc::new(std::sync::Mutex::new(Vec::new()));
+    let sink_seen = seen.clone();
+    engine
+        .run(wf, echo_host())
+        .events(EventSelection::Only(vec![EventType::Complete]))
+        .event_sink(move |e| sink_seen.lock().expect("events").push(e.kind))
+        .execute()
+        .await;
+    assert_eq!(
+        *seen.lock().expect("events"),
+        vec![EventType::Complete, EventType::Close]
+    );
+}

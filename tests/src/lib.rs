@@ -13,6 +13,7 @@ pub mod loopback;
 pub mod random_scenario;
 pub mod sim;
 pub mod trace_io;
+pub mod workloads;
 
 pub use agent::{
     AgentReply, AgentRequest, NotifyEvent, NotifyScript, Plan, ScriptedAgent, StreamEnding,

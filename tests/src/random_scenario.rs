@@ -4,6 +4,7 @@
 use std::collections::BTreeSet;
 use std::time::Duration;
 
+use a2at_core::event::EventSelection;
 use a2at_core::host::{HostError, MessageContent, RouteDecision, TaskResult};
 use a2at_core::run::{RunConfig, RunStart};
 use a2at_core::workflow::ValidatedWorkflow;
@@ -129,6 +130,11 @@ pub const AGENTS: [&str; 3] = ["a0", "a1", "a2"];
 
 /// The simulator for a scenario (not yet driven).
 pub fn build(s: &Scenario) -> Sim {
+    build_selecting(s, EventSelection::All)
+}
+
+/// Like [`build`], with only the selected events emitted.
+pub fn build_selecting(s: &Scenario, events: EventSelection) -> Sim {
     let steps: Vec<Value> = s
         .steps
         .iter()
@@ -219,6 +225,7 @@ pub fn build(s: &Scenario) -> Sim {
         seed: s.seed,
         task_budget: Duration::from_secs(10),
         callback_budget: Duration::from_secs(5),
+        events,
         ..RunConfig::default()
     };
     let mut sim = Sim::new(wf, dir, agents, host, config, RunStart::default());

@@ -3,8 +3,9 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
+use a2at_core::event::{EventSelection, EventType};
 use a2at_core::io::{Input, OpPurpose, Output};
-use a2at_tests::random_scenario::{AGENTS, Scenario, build, scenario};
+use a2at_tests::random_scenario::{AGENTS, Scenario, build, build_selecting, scenario};
 use a2at_tests::{Observed, SimOutcome};
 use proptest::prelude::*;
 use serde_json::Value;
@@ -131,5 +132,30 @@ proptest! {
         let a = build(&s).drive_bounded(200_000);
         let b = build(&s).drive_bounded(200_000);
         prop_assert_eq!(a.output_bytes(), b.output_bytes());
+    }
+
+    /// Events are observations only: switching some or all of them off changes nothing else,
+    /// and the selected ones are exactly those of a run with every event.
+    #[test]
+    fn the_event_selection_changes_only_which_events_appear(s in scenario(), pick in 0usize..3) {
+        let kinds = [EventType::StepStart, EventType::RouteDecision, EventType::Complete];
+        let selection = match pick {
+            0 => EventSelection::None,
+            1 => EventSelection::Only(vec![kinds[0], kinds[1]]),
+            _ => EventSelection::Only(vec![kinds[2]]),
+        };
+        let all = build(&s).drive_bounded(200_000);
+        let some = build_selecting(&s, selection.clone()).drive_bounded(200_000);
+        let keep = |o: &&Output| match o {
+            Output::Event(e) => selection.includes(e.kind),
+            _ => true,
+        };
+        let expected: Vec<&Output> = all.outputs().filter(keep).collect();
+        let actual: Vec<&Output> = some.outputs().collect();
+        prop_assert_eq!(
+            serde_json::to_string(&expected).unwrap(),
+            serde_json::to_string(&actual).unwrap()
+        );
+        prop_assert_eq!(all.result, some.result);
     }
 }

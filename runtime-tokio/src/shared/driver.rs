@@ -219,7 +219,11 @@ impl<C: ControlPoint + 'static> Driver<C> {
                     Output::Event(event) => {
                         let envelope = stamp_event(event);
                         self.deliver(&envelope);
-                        collected.push(envelope);
+                        // Only on_finish reads the whole list; without it, keeping every event
+                        // would make a run's memory grow with its length.
+                        if self.on_finish.is_some() {
+                            collected.push(envelope);
+                        }
                     }
                     Output::Finished(result) => {
                         Recorder::flush(&mut self.recorder);

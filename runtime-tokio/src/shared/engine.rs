@@ -10,6 +10,7 @@ use std::time::Duration;
 use a2at_core::a2a::{AgentCard, Binding};
 use a2at_core::agents::{AgentDirectory, DirectoryError};
 use a2at_core::driver_support::EventEnvelope;
+use a2at_core::event::EventSelection;
 use a2at_core::host::{
     ControlPoint, HostError, MessageContent, NegotiationReply, NegotiationRequest,
     TaskExecutionResult, TaskRequest, TaskStatus, codes,
@@ -358,6 +359,7 @@ impl Engine {
             sink: None,
             seed: None,
             trace: None,
+            events: None,
         }
     }
 
@@ -463,6 +465,7 @@ pub struct RunBuilder<C> {
     sink: Option<EventSink>,
     seed: Option<u64>,
     trace: Option<Box<dyn std::io::Write + Send>>,
+    events: Option<EventSelection>,
 }
 
 impl<C> std::fmt::Debug for RunBuilder<C> {
@@ -493,6 +496,14 @@ impl<C: ControlPoint + 'static> RunBuilder<C> {
     /// stops the recording; it never affects the run.
     pub fn record(mut self, writer: impl std::io::Write + Send + 'static) -> Self {
         self.trace = Some(Box::new(writer));
+        self
+    }
+
+    /// Which events the run builds ([`EventSelection`]). By default a spawned run emits every
+    /// event; [`RunBuilder::execute`] with no event sink and no `on_finish` hook emits none,
+    /// since nobody could see them (the result is the same either way).
+    pub fn events(mut self, selection: EventSelection) -> Self {
+        self.events = Some(selection);
         self
     }
 
@@ -532,7 +543,8 @@ impl<C: ControlPoint + 'static> RunBuilder<C> {
     /// be called from any thread.
     pub fn spawn(self) -> RunHandle {
         let seed = self.seed.unwrap_or_else(|| self.engine.next_seed());
-        let config = self.engine.run_config(seed);
+        let mut config = self.engine.run_config(seed);
+        config.events = self.events.unwrap_or_default();
         let recorder = self.trace.and_then(|writer| {
             Recorder::start(
                 writer,
@@ -579,7 +591,10 @@ impl<C: ControlPoint + 'static> RunBuilder<C> {
     }
 
     /// Starts the run and waits for its result; dropping the future cancels the run.
-    pub async fn execute(self) -> ExecutionResult {
+    pub async fn execute(mut self) -> ExecutionResult {
+        if self.events.is_none() && self.sink.is_none() && self.on_finish.is_none() {
+            self.events = Some(EventSelection::None);
+        }
         self.spawn().result().await
     }
 }
