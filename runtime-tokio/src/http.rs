@@ -102,8 +102,10 @@ mod tests {
                 &a2at_core::agents::AgentDirectory::default(),
                 None,
                 auth.is_some(),
+                std::time::Duration::from_secs(30),
             ),
             auth,
+            log: a2at_core::protolog::LogConfig::default(),
         }
     }
 

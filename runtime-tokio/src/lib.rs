@@ -66,9 +66,14 @@ mod shared;
 pub use a2at_core as core;
 
 pub use a2at_core::driver_support::{BuiltControlPoint, ControlPointBuilder, EventEnvelope};
+pub use shared::config::EnvFile;
+pub use shared::discovery::{
+    DEFAULT_DISCOVERY_DEADLINE, DiscoveryError, MAX_REDIRECTS, PsopClient, PsopClientBuilder,
+    RegistryClient, RegistryClientBuilder,
+};
 pub use shared::engine::{
-    CREDENTIAL_KEY_ENV, Engine, EngineBuilder, EngineConfig, EngineError, RunBuilder, SeedSource,
-    load_credentials,
+    CREDENTIAL_KEY_ENV, DEFAULT_LOGIN_TIMEOUT, Engine, EngineBuilder, EngineConfig, EngineError,
+    RunBuilder, SeedSource, load_credentials,
 };
 pub use shared::events::{EventSink, EventStream, OnFinish, OnFinishError, RunHandle};
 pub use shared::extension::{

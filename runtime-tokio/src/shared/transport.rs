@@ -106,13 +106,6 @@ impl Limits {
     }
 }
 
-/// Protocol-log settings: body included, capped at the default size, pretty JSON (PL-4).
-const LOG_CONFIG: LogConfig = LogConfig {
-    include_body: true,
-    max_body_chars: protolog::DEFAULT_BODY_CHARS,
-    pretty: true,
-};
-
 fn protocol_log_enabled() -> bool {
     tracing::enabled!(target: "a2at::protocol", tracing::Level::DEBUG)
 }
@@ -123,6 +116,8 @@ pub(crate) struct Transport {
     pub(crate) limits: Limits,
     pub(crate) auth: Option<AuthHook>,
     pub(crate) credentials: Authenticator,
+    /// Protocol log knobs (PL-4), fixed when the engine was built.
+    pub(crate) log: LogConfig,
 }
 
 impl Transport {
@@ -138,7 +133,11 @@ impl Transport {
         // Built-in credentials (AU-4..AU-8) and the host's hook (AU-1) both apply; a conflicting
         // header, a failing hook or missing required credentials block the send (AU-2, AU-3,
         // ER-12): never an unauthenticated request.
-        let material = match self.credentials.material(&req.agent, &self.client).await {
+        let material = match self
+            .credentials
+            .material(&req.agent, &self.client, &self.log)
+            .await
+        {
             Ok(m) => m,
             Err(message) => {
                 let _ = tx.send(fail(TransportErrorKind::Auth, message)).await;
@@ -165,7 +164,7 @@ impl Transport {
         let log = protocol_log_enabled().then(|| {
             let mut sent = req.clone();
             sent.headers.extend(extra.iter().cloned());
-            tracing::debug!(target: "a2at::protocol", "{}", protolog::format_request(&sent, Channel::Task, &LOG_CONFIG));
+            tracing::debug!(target: "a2at::protocol", "{}", protolog::format_request(&sent, Channel::Task, &self.log));
             LogContext::of(&sent, Channel::Task)
         });
         let request = match build_request(req, extra) {
@@ -200,7 +199,7 @@ impl Transport {
             .and_then(|v| v.to_str().ok())
             .map(str::to_owned);
         if let Some(ctx) = &log {
-            tracing::debug!(target: "a2at::protocol", "{}", protolog::format_response_head(ctx, parts.status.as_u16(), &headers, &LOG_CONFIG));
+            tracing::debug!(target: "a2at::protocol", "{}", protolog::format_response_head(ctx, parts.status.as_u16(), &headers, &self.log));
         }
         let head = Input::ResponseHead {
             op,
@@ -218,7 +217,7 @@ impl Transport {
                     Ok(data) if data.is_empty() => continue,
                     Ok(data) => {
                         if let Some(ctx) = &log {
-                            tracing::debug!(target: "a2at::protocol", "{}", protolog::format_response_body(ctx, content_type.as_deref(), &data, &LOG_CONFIG));
+                            tracing::debug!(target: "a2at::protocol", "{}", protolog::format_response_body(ctx, content_type.as_deref(), &data, &self.log));
                         }
                         Input::ResponseBody {
                             op,
