@@ -154,6 +154,7 @@ impl Transport {
                 }
             },
         };
+        let url_before = req.url.clone();
         if let Err(e) = a2at_core::auth::apply(&material, &provided, &mut req) {
             let _ = tx.send(fail(TransportErrorKind::Auth, e.to_string())).await;
             return;
@@ -164,6 +165,7 @@ impl Transport {
         let log = protocol_log_enabled().then(|| {
             let mut sent = req.clone();
             sent.headers.extend(extra.iter().cloned());
+            a2at_core::auth::mask_applied(&mut sent, &material, &provided, &url_before);
             tracing::debug!(target: "a2at::protocol", "{}", protolog::format_request(&sent, Channel::Task, &self.log));
             LogContext::of(&sent, Channel::Task)
         });

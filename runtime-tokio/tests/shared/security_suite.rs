@@ -512,7 +512,59 @@ pub fn a_center_that_never_answers_hits_the_configured_deadline() {
 /// A CA and a server certificate for `localhost` only, signed by it.
 struct Pki {
     ca_pem: String,
+    ca_cert: rcgen::Certificate,
+    ca_key: rcgen::KeyPair,
     server: Arc<rustls::ServerConfig>,
+}
+
+/// A certificate for `names` with serial number `serial`, signed by the test CA.
+fn leaf(
+    ca_cert: &rcgen::Certificate,
+    ca_key: &rcgen::KeyPair,
+    names: &[&str],
+    serial: u64,
+) -> (rcgen::Certificate, rcgen::KeyPair) {
+    let key = rcgen::KeyPair::generate().unwrap();
+    let names: Vec<String> = names.iter().map(|n| (*n).to_owned()).collect();
+    let mut params = rcgen::CertificateParams::new(names).unwrap();
+    params.serial_number = Some(rcgen::SerialNumber::from(serial));
+    let cert = params.signed_by(&key, ca_cert, ca_key).unwrap();
+    (cert, key)
+}
+
+/// A server configuration presenting `cert`; with `client_ca`, client certificates issued by
+/// it are required.
+fn server_config(
+    cert: &rcgen::Certificate,
+    key: &rcgen::KeyPair,
+    client_ca: Option<&rcgen::Certificate>,
+) -> Arc<rustls::ServerConfig> {
+    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let builder = rustls::ServerConfig::builder_with_provider(provider.clone())
+        .with_safe_default_protocol_versions()
+        .unwrap();
+    let builder = match client_ca {
+        None => builder.with_no_client_auth(),
+        Some(ca) => {
+            let mut roots = rustls::RootCertStore::empty();
+            roots.add(ca.der().clone()).unwrap();
+            let verifier = rustls::server::WebPkiClientVerifier::builder_with_provider(
+                Arc::new(roots),
+                provider,
+            )
+            .build()
+            .unwrap();
+            builder.with_client_cert_verifier(verifier)
+        }
+    };
+    Arc::new(
+        builder
+            .with_single_cert(
+                vec![cert.der().clone()],
+                rustls::pki_types::PrivateKeyDer::Pkcs8(key.serialize_der().into()),
+            )
+            .unwrap(),
+    )
 }
 
 fn pki() -> Pki {
@@ -523,29 +575,21 @@ fn pki() -> Pki {
     ca.distinguished_name
         .push(DnType::CommonName, "a2at test CA");
     let ca_cert = ca.self_signed(&ca_key).unwrap();
-    let key = KeyPair::generate().unwrap();
-    let leaf = CertificateParams::new(vec!["localhost".to_owned()])
-        .unwrap()
-        .signed_by(&key, &ca_cert, &ca_key)
-        .unwrap();
-    let provider = Arc::new(rustls::crypto::ring::default_provider());
-    let server = rustls::ServerConfig::builder_with_provider(provider)
-        .with_safe_default_protocol_versions()
-        .unwrap()
-        .with_no_client_auth()
-        .with_single_cert(
-            vec![leaf.der().clone()],
-            rustls::pki_types::PrivateKeyDer::Pkcs8(key.serialize_der().into()),
-        )
-        .unwrap();
+    let (cert, key) = leaf(&ca_cert, &ca_key, &["localhost"], 1);
     Pki {
         ca_pem: ca_cert.pem(),
-        server: Arc::new(server),
+        server: server_config(&cert, &key, None),
+        ca_cert,
+        ca_key,
     }
 }
 
 /// A TLS fake registry; returns its port.
 fn tls_center(pki: &Pki) -> (u16, Arc<Mutex<Vec<Seen>>>) {
+    tls_center_with(pki.server.clone())
+}
+
+fn tls_center_with(config: Arc<rustls::ServerConfig>) -> (u16, Arc<Mutex<Vec<Seen>>>) {
     let listener = TcpListener::bind("127.0.0.1:0").unwrap();
     let port = listener.local_addr().unwrap().port();
     let seen = Arc::new(Mutex::new(Vec::new()));
@@ -553,7 +597,7 @@ fn tls_center(pki: &Pki) -> (u16, Arc<Mutex<Vec<Seen>>>) {
         listener,
         Arc::new(|_: &Seen| Reply::Json(200, json!({"agentCards": [card("secure")]}))),
         seen.clone(),
-        Some(pki.server.clone()),
+        Some(config),
     );
     (port, seen)
 }
@@ -835,4 +879,184 @@ pub fn protocol_log_knobs_come_from_the_env_file_and_the_builder_wins() {
         matches!(&e, EngineError::Environment(m) if m.contains("WORKFLOW_ENGINE_PROTOCOL_MAX_BODY_CHARS")),
         "{e:?}"
     );
+}
+
+#[test]
+pub fn tls_client_identity_files_and_revocation_lists() {
+    let pki = pki();
+    let ca_file = temp_file("ca.pem", &pki.ca_pem);
+    let trusting = || TlsConfig::default().with_ca_file(&ca_file).unwrap();
+    let fetch = |port: u16, tls: TlsConfig| {
+        let client = RegistryClient::builder(&format!("https://localhost:{port}"))
+            .tls(tls)
+            .build()?;
+        block_on(client.fetch_agent_cards())
+    };
+
+    // mTLS (TL-2): the server demands a certificate issued by the test CA.
+    let (server_cert, server_key) = leaf(&pki.ca_cert, &pki.ca_key, &["localhost"], 10);
+    let (port, seen) =
+        tls_center_with(server_config(&server_cert, &server_key, Some(&pki.ca_cert)));
+    assert!(
+        fetch(port, trusting()).is_err(),
+        "no client certificate, no answer"
+    );
+    assert_eq!(seen.lock().unwrap().len(), 0);
+    let (client_cert, client_key) = leaf(&pki.ca_cert, &pki.ca_key, &["a2at-client"], 11);
+    let cert_file = temp_file("client.pem", &client_cert.pem());
+    let der_key_file = temp_file("client.key.der", "");
+    std::fs::write(&der_key_file, client_key.serialize_der()).unwrap();
+    let with_identity = trusting()
+        .with_client_identity_files(&cert_file, &der_key_file)
+        .unwrap();
+    assert_eq!(
+        fetch(port, with_identity).unwrap()[0].name,
+        "secure",
+        "DER key"
+    );
+    assert_eq!(seen.lock().unwrap().len(), 1);
+    let pem_key_file = temp_file("client.key.pem", &client_key.serialize_pem());
+    let with_pem_key = trusting()
+        .with_client_identity_files(&cert_file, &pem_key_file)
+        .unwrap();
+    assert!(fetch(port, with_pem_key).is_ok(), "PEM key");
+    let e = TlsConfig::default()
+        .with_client_identity_files(&cert_file, &cert_file.with_extension("gone"))
+        .unwrap_err();
+    assert!(e.to_string().contains("client key"), "{e}");
+
+    // CRL (TL-2 crlPath): a revoked server certificate is rejected only with the list.
+    let (revoked_cert, revoked_key) = leaf(&pki.ca_cert, &pki.ca_key, &["localhost"], 77);
+    let (port, seen) = tls_center_with(server_config(&revoked_cert, &revoked_key, None));
+    let crl = rcgen::CertificateRevocationListParams {
+        this_update: rcgen::date_time_ymd(2024, 1, 1),
+        next_update: rcgen::date_time_ymd(2099, 1, 1),
+        crl_number: rcgen::SerialNumber::from(1u64),
+        issuing_distribution_point: None,
+        revoked_certs: vec![rcgen::RevokedCertParams {
+            serial_number: rcgen::SerialNumber::from(77u64),
+            revocation_time: rcgen::date_time_ymd(2024, 1, 1),
+            reason_code: Some(rcgen::RevocationReason::KeyCompromise),
+            invalidity_date: None,
+        }],
+        key_identifier_method: rcgen::KeyIdMethod::Sha256,
+    }
+    .signed_by(&pki.ca_cert, &pki.ca_key)
+    .unwrap();
+    let crl_file = temp_file("ca.crl.pem", &crl.pem().unwrap());
+    assert!(
+        fetch(port, trusting()).is_ok(),
+        "without the list it is accepted"
+    );
+    let e = fetch(port, trusting().with_crl_file(&crl_file).unwrap()).unwrap_err();
+    assert_eq!(e.transport_kind(), Some(TransportErrorKind::Tls), "{e:?}");
+    assert_eq!(
+        seen.lock().unwrap().len(),
+        1,
+        "only the fetch without the list arrived"
+    );
+    // A certificate that is not on the list still passes.
+    let (ok_port, _) = tls_center(&pki);
+    assert!(fetch(ok_port, trusting().with_crl_file(&crl_file).unwrap()).is_ok());
+    // A list with the insecure mode is refused, like any policy that cannot be honoured.
+    let e = fetch(
+        port,
+        trusting().with_crl_file(&crl_file).unwrap().insecure(),
+    )
+    .unwrap_err();
+    assert!(
+        matches!(&e, DiscoveryError::Setup(EngineError::Tls(m)) if m.contains("insecure")),
+        "{e:?}"
+    );
+}
+
+// ------------------------------------------------------------------------------------------
+// Planted secrets (issue #8): headers, bodies, login requests and responses, credential files
+// ------------------------------------------------------------------------------------------
+
+#[test]
+pub fn planted_secrets_in_logins_and_credential_files_never_reach_the_logs() {
+    use a2at_core::auth::{CredentialKey, encrypt_value};
+    const PASSWORD: &str = "PLANTED-LOGIN-PASSWORD-8b1e";
+    const USER_KEY: &str = "PLANTED-CUSTOM-FIELD-0a9f";
+    const LOGIN_TOKEN: &str = "PLANTED-LOGIN-TOKEN-77c3";
+    const HOOK_KEY: &str = "PLANTED-HOOK-KEY-5d2b";
+    const BODY_SECRET: &str = "PLANTED-BODY-SECRET-e4a0";
+    let key_hex = "5a".repeat(32);
+    let key = CredentialKey::from_hex(&key_hex).unwrap();
+    let login = fake_center(|req| {
+        // The login really carries the decrypted values.
+        assert!(
+            req.body.contains(PASSWORD) && req.body.contains(USER_KEY),
+            "{}",
+            req.body
+        );
+        Reply::Json(
+            200,
+            json!({"result": {"jwt": LOGIN_TOKEN}, "accessSession": LOGIN_TOKEN}),
+        )
+    });
+    let server = LoopbackServer::spawn(vec![ScriptedAgent::new("alpha")]);
+    let creds = temp_file(
+        "planted-creds.json",
+        &json!({"alpha": {"bearer": {
+            "login_url": format!("{}/login", login.url),
+            "request_fields": {
+                "username": "svc",
+                "password": encrypt_value(PASSWORD, &key, [3u8; 12]),
+                "user_key": encrypt_value(USER_KEY, &key, [4u8; 12])
+            },
+            "token_field": "result.jwt",
+            "auth_header": "X-Session"
+        }}})
+        .to_string(),
+    );
+    let hook: super::rt::AuthHook =
+        Arc::new(|_| Ok(vec![("X-Custom-Api-Key".into(), HOOK_KEY.into())]));
+    let (result, logs) = capture(|| {
+        let engine = Engine::builder(secured(&server))
+            .credentials_file(&creds)
+            .credential_key(&key_hex)
+            .auth_headers(hook)
+            .build()
+            .unwrap();
+        let host = super::rt::ControlPointBuilder::new()
+            .on_task(|r| async move {
+                Ok(a2at_core::host::MessageContent::text(r.instruction)
+                    .with_metadata("auth", json!({"clientSecret": BODY_SECRET})))
+            })
+            .build();
+        let wf = a2at_core::workflow::parse_and_validate(&workflow_json().to_string()).unwrap();
+        let result =
+            block_on(engine.execute(wf, a2at_core::run::RunStart::default(), Arc::new(host)));
+        (result, format!("{engine:?}"))
+    });
+    let (result, engine_debug) = result;
+    assert!(result.success, "{:?}", result.history[0].error);
+    let sent = server.requests_to("alpha", "SendMessage");
+    assert_eq!(
+        sent[0].header("X-Session"),
+        Some(LOGIN_TOKEN),
+        "the login token is used"
+    );
+    assert!(
+        logs.contains(">>> LOGIN POST"),
+        "the login is logged:\n{logs}"
+    );
+    assert!(logs.contains("<<< LOGIN RESPONSE 200"), "{logs}");
+    assert!(logs.contains(">>> REQUEST POST"), "{logs}");
+    for secret in [
+        PASSWORD,
+        USER_KEY,
+        LOGIN_TOKEN,
+        HOOK_KEY,
+        BODY_SECRET,
+        key_hex.as_str(),
+    ] {
+        assert!(
+            !logs.contains(secret),
+            "{secret} leaked into the logs:\n{logs}"
+        );
+        assert!(!engine_debug.contains(secret), "{secret} leaked into Debug");
+    }
 }

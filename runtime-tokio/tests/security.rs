@@ -1,8 +1,8 @@
-//! The shared discovery / login-deadline / TLS / configuration suite on the tokio runtime.
+//! The shared security suite (discovery, login deadline, TLS, configuration, planted secrets) on the tokio runtime.
 
 use a2at_tokio as rt;
 
-#[path = "shared/discovery_suite.rs"]
+#[path = "shared/security_suite.rs"]
 mod suite;
 
 /// A current-thread runtime, so that logs of spawned tasks stay on the capturing thread too.
