@@ -46,6 +46,21 @@
 //! ([`NotificationSubscription`]). They never affect a workflow; each subscription's listener
 //! runs on its own thread.
 //!
+//! ## Discovery
+//!
+//! [`RegistryClient`] fetches and registers AgentCards at a registry, and [`PsopClient`] (the
+//! `LoadPsop` helper) loads and searches workflows in an orchestration center. Each owns its
+//! HTTP client and TLS policy, has one deadline per call for the whole response (30 s by
+//! default) and logs access tokens only as `access_token=<anonymous>`.
+//!
+//! ## Security configuration
+//!
+//! Credentials come from [`EngineBuilder::credentials_file`] or
+//! [`EngineBuilder::credentials`] (never both), their `enc:` key from
+//! [`EngineBuilder::credential_key`], else `A2AT_CRED_KEY`, else a host-loaded [`EnvFile`]; TLS
+//! from [`TlsConfig`]; the protocol log knobs from `WORKFLOW_ENGINE_PROTOCOL_*` with builder
+//! overrides. Nothing turns redaction off.
+//!
 //! ## Lifecycle and cancellation
 //!
 //! Events arrive in the core's order (`start` → … → `complete` | `error`); after the run
