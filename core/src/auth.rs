@@ -1333,6 +1333,51 @@ pub fn apply(
     Ok(())
 }
 
+/// Masks, in `sent` (a request after [`apply`]), every value that authentication put there, for
+/// the protocol log: the headers of `material` and of the AuthProvider (`Accept` excepted),
+/// whatever their names, and the query parameters of `material` (the URL is rebuilt from
+/// `url_before`, the URL before [`apply`]). Cookies travel in `Cookie`, which PL-3 masks anyway.
+/// Custom header names such as `X-Session` are not on the PL-3 list, so this is what keeps
+/// their tokens out of logs.
+pub fn mask_applied(
+    sent: &mut HttpRequest,
+    material: &AuthMaterial,
+    provider_headers: &[(String, String)],
+    url_before: &str,
+) {
+    let added = material
+        .headers
+        .iter()
+        .chain(provider_headers)
+        .map(|(n, _)| n.as_str())
+        .filter(|n| !n.eq_ignore_ascii_case("accept"));
+    for name in added {
+        for (n, v) in sent.headers.iter_mut() {
+            if n.eq_ignore_ascii_case(name) {
+                *v = crate::protolog::MASK.to_owned();
+            }
+        }
+    }
+    if !material.query.is_empty() {
+        let (base, fragment) = match url_before.find('#') {
+            Some(i) => (&url_before[..i], &url_before[i..]),
+            None => (url_before, ""),
+        };
+        let masked = material
+            .query
+            .iter()
+            .map(|(n, _)| format!("{}={}", url_encode(n), crate::protolog::MASK))
+            .collect::<Vec<_>>()
+            .join("&");
+        let sep = match base.find('?') {
+            None => "?",
+            Some(i) if i + 1 == base.len() || base.ends_with('&') => "",
+            Some(_) => "&",
+        };
+        sent.url = format!("{base}{sep}{masked}{fragment}");
+    }
+}
+
 /// Appends URL-encoded query parameters to `url`, before any `#fragment`.
 pub fn append_query(url: &str, params: &[(String, String)]) -> String {
     if params.is_empty() {

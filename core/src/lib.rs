@@ -119,6 +119,7 @@ pub mod agents;
 pub mod auth;
 pub mod discovery;
 pub mod driver_support;
+pub mod envfile;
 pub mod event;
 pub mod extension;
 pub mod host;

@@ -60,7 +60,64 @@ impl Default for LogConfig {
     }
 }
 
+/// The environment variable of [`LogConfig::include_body`] (PL-4).
+pub const ENV_INCLUDE_BODY: &str = "WORKFLOW_ENGINE_PROTOCOL_INCLUDE_BODY";
+/// The environment variable of [`LogConfig::max_body_chars`] (PL-4).
+pub const ENV_MAX_BODY_CHARS: &str = "WORKFLOW_ENGINE_PROTOCOL_MAX_BODY_CHARS";
+/// The environment variable of [`LogConfig::pretty`] (PL-4).
+pub const ENV_PRETTY: &str = "WORKFLOW_ENGINE_PROTOCOL_PRETTY";
+
+/// A protocol log knob with a value that cannot be read (PL-4).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{name}={value:?} is not {expected}")]
+pub struct LogConfigError {
+    /// The variable.
+    pub name: &'static str,
+    /// Its value.
+    pub value: String,
+    /// What it should be.
+    pub expected: &'static str,
+}
+
+fn parse_flag(name: &'static str, value: &str) -> Result<bool, LogConfigError> {
+    match value.trim().to_ascii_lowercase().as_str() {
+        "true" | "1" | "yes" | "on" => Ok(true),
+        "false" | "0" | "no" | "off" => Ok(false),
+        _ => Err(LogConfigError {
+            name,
+            value: value.to_owned(),
+            expected: "a boolean (true/false, 1/0, yes/no, on/off)",
+        }),
+    }
+}
+
 impl LogConfig {
+    /// The knobs from variables looked up by name ([`ENV_INCLUDE_BODY`],
+    /// [`ENV_MAX_BODY_CHARS`], [`ENV_PRETTY`]); an unset or blank variable keeps the default.
+    /// A body cap under [`MIN_BODY_CHARS`] counts as that minimum. A value that cannot be read
+    /// is an error naming the variable. Redaction is not a knob.
+    pub fn from_lookup(
+        lookup: impl Fn(&str) -> Option<String>,
+    ) -> Result<LogConfig, LogConfigError> {
+        let get = |name: &str| lookup(name).filter(|v| !v.trim().is_empty());
+        let mut cfg = LogConfig::default();
+        if let Some(v) = get(ENV_INCLUDE_BODY) {
+            cfg.include_body = parse_flag(ENV_INCLUDE_BODY, &v)?;
+        }
+        if let Some(v) = get(ENV_MAX_BODY_CHARS) {
+            let n: usize = v.trim().parse().map_err(|_| LogConfigError {
+                name: ENV_MAX_BODY_CHARS,
+                value: v.clone(),
+                expected: "a non-negative whole number",
+            })?;
+            cfg.max_body_chars = n.max(MIN_BODY_CHARS);
+        }
+        if let Some(v) = get(ENV_PRETTY) {
+            cfg.pretty = parse_flag(ENV_PRETTY, &v)?;
+        }
+        Ok(cfg)
+    }
+
     /// The cap in force (at least [`MIN_BODY_CHARS`]).
     pub fn body_cap(&self) -> usize {
         self.max_body_chars.max(MIN_BODY_CHARS)

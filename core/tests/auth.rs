@@ -594,3 +594,39 @@ fn url_codec() {
     assert_eq!(url_encode("a b&c=d/é"), "a%20b%26c%3Dd%2F%C3%A9");
     assert_eq!(url_decode("a+b%26c%3dd%C3%A9%"), "a b&c=dé%");
 }
+
+#[test]
+fn applied_auth_values_are_masked_for_the_log_whatever_their_names() {
+    let material = AuthMaterial {
+        headers: vec![
+            ("X-Session".into(), "tok-1".into()),
+            ("Accept".into(), "application/vnd+json".into()),
+        ],
+        query: vec![("k".into(), "query-secret".into())],
+        cookies: vec![("sid".into(), "cookie-secret".into())],
+    };
+    let provider = vec![("X-Tenant-Key".into(), "hook-secret".into())];
+    let mut req = request();
+    let before = req.url.clone();
+    apply(&material, &provider, &mut req).unwrap();
+    assert!(
+        req.url.contains("k=query-secret"),
+        "the wire keeps the values"
+    );
+    let mut logged = req.clone();
+    mask_applied(&mut logged, &material, &provider, &before);
+    let text = format!("{:?} {}", logged.headers, logged.url);
+    for secret in ["tok-1", "query-secret", "hook-secret"] {
+        assert!(!text.contains(secret), "{secret}: {text}");
+    }
+    assert!(logged.url.ends_with("k=***"), "{}", logged.url);
+    assert!(
+        text.contains("application/vnd+json"),
+        "Accept stays visible"
+    );
+    assert_eq!(
+        logged.headers.len(),
+        req.headers.len(),
+        "no header added or lost"
+    );
+}

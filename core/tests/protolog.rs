@@ -425,3 +425,37 @@ fn secret_planting() {
     }
     assert!(all.contains("***"));
 }
+
+#[test]
+fn log_knobs_come_from_the_lookup_with_defaults_minimum_and_named_errors() {
+    use a2at_core::protolog::{ENV_INCLUDE_BODY, ENV_MAX_BODY_CHARS, ENV_PRETTY, LogConfig};
+    let vars = |pairs: &'static [(&'static str, &'static str)]| {
+        move |name: &str| {
+            pairs
+                .iter()
+                .find(|(n, _)| *n == name)
+                .map(|(_, v)| (*v).to_owned())
+        }
+    };
+    assert_eq!(
+        LogConfig::from_lookup(vars(&[])).unwrap(),
+        LogConfig::default()
+    );
+    let cfg = LogConfig::from_lookup(vars(&[
+        (ENV_INCLUDE_BODY, "false"),
+        (ENV_MAX_BODY_CHARS, " 5000 "),
+        (ENV_PRETTY, "0"),
+    ]))
+    .unwrap();
+    assert!(!cfg.include_body && !cfg.pretty);
+    assert_eq!(cfg.max_body_chars, 5000);
+    let tiny =
+        LogConfig::from_lookup(vars(&[(ENV_MAX_BODY_CHARS, "10"), (ENV_PRETTY, " ")])).unwrap();
+    assert_eq!(tiny.max_body_chars, 256, "the minimum applies");
+    assert!(tiny.pretty, "a blank value keeps the default");
+    let err = LogConfig::from_lookup(vars(&[(ENV_MAX_BODY_CHARS, "lots")])).unwrap_err();
+    assert_eq!(err.name, ENV_MAX_BODY_CHARS);
+    assert!(err.to_string().contains("lots"), "{err}");
+    let err = LogConfig::from_lookup(vars(&[(ENV_INCLUDE_BODY, "maybe")])).unwrap_err();
+    assert_eq!(err.name, ENV_INCLUDE_BODY);
+}

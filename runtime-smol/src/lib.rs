@@ -46,6 +46,21 @@
 //! ([`NotificationSubscription`]). They never affect a workflow; each subscription's listener
 //! runs on its own thread.
 //!
+//! ## Discovery
+//!
+//! [`RegistryClient`] fetches and registers AgentCards at a registry, and [`PsopClient`] (the
+//! `LoadPsop` helper) loads and searches workflows in an orchestration center. Each owns its
+//! HTTP client and TLS policy, has one deadline per call for the whole response (30 s by
+//! default) and logs access tokens only as `access_token=<anonymous>`.
+//!
+//! ## Security configuration
+//!
+//! Credentials come from [`EngineBuilder::credentials_file`] or
+//! [`EngineBuilder::credentials`] (never both), their `enc:` key from
+//! [`EngineBuilder::credential_key`], else `A2AT_CRED_KEY`, else a host-loaded [`EnvFile`]; TLS
+//! from [`TlsConfig`]; the protocol log knobs from `WORKFLOW_ENGINE_PROTOCOL_*` with builder
+//! overrides. Nothing turns redaction off.
+//!
 //! ## Lifecycle and cancellation
 //!
 //! Events arrive in the core's order (`start` → … → `complete` | `error`); after the run
@@ -72,9 +87,14 @@ mod shared;
 pub use a2at_core as core;
 
 pub use a2at_core::driver_support::{BuiltControlPoint, ControlPointBuilder, EventEnvelope};
+pub use shared::config::EnvFile;
+pub use shared::discovery::{
+    DEFAULT_DISCOVERY_DEADLINE, DiscoveryError, MAX_REDIRECTS, PsopClient, PsopClientBuilder,
+    RegistryClient, RegistryClientBuilder,
+};
 pub use shared::engine::{
-    CREDENTIAL_KEY_ENV, Engine, EngineBuilder, EngineConfig, EngineError, RunBuilder, SeedSource,
-    load_credentials,
+    CREDENTIAL_KEY_ENV, DEFAULT_LOGIN_TIMEOUT, Engine, EngineBuilder, EngineConfig, EngineError,
+    RunBuilder, SeedSource, load_credentials,
 };
 pub use shared::events::{EventSink, EventStream, OnFinish, OnFinishError, RunHandle};
 pub use shared::extension::{

@@ -5,6 +5,8 @@ use std::future::Future;
 use std::pin::Pin;
 use std::time::Duration;
 
+use tracing::instrument::WithSubscriber;
+
 use crate::shared::Rt;
 
 /// The clock's instants, as public types expose them (e.g. `Heartbeat`).
@@ -35,6 +37,8 @@ impl Rt for Runtime {
     }
 
     fn spawn(task: impl Future<Output = ()> + Send + 'static) {
-        smol::spawn(task).detach();
+        // Logs of the task go to the subscriber in scope where it was spawned (smol runs
+        // it on another thread).
+        smol::spawn(task.with_current_subscriber()).detach();
     }
 }

@@ -102,8 +102,10 @@ mod tests {
                 &a2at_core::agents::AgentDirectory::default(),
                 None,
                 auth.is_some(),
+                std::time::Duration::from_secs(30),
             ),
             auth,
+            log: a2at_core::protolog::LogConfig::default(),
         }
     }
 
@@ -231,6 +233,111 @@ mod tests {
         };
         assert_eq!(error.kind, TransportErrorKind::Connect);
         assert_eq!(t.client.requests_sent(), 1);
+    }
+
+    /// Serves one response made of `head` then `chunks` (chunked encoding), then closes.
+    async fn chunked_server(head: &'static str, chunks: Vec<String>, end: bool) -> String {
+        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let url = format!("http://{}/rpc", listener.local_addr().unwrap());
+        tokio::spawn(async move {
+            let (mut s, _) = listener.accept().await.unwrap();
+            read_request(&mut s).await;
+            s.write_all(head.as_bytes()).await.unwrap();
+            for c in chunks {
+                s.write_all(&chunk(&c)).await.unwrap();
+                s.flush().await.unwrap();
+                tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+            }
+            if end {
+                s.write_all(b"0\r\n\r\n").await.unwrap();
+            }
+        });
+        url
+    }
+
+    /// Runs one exchange to its end with a capturing subscriber; returns the logs.
+    async fn logged_exchange(url: String, max_body_chars: usize) -> String {
+        use std::io::Write;
+        #[derive(Clone, Default)]
+        struct Sink(Arc<std::sync::Mutex<Vec<u8>>>);
+        impl Write for Sink {
+            fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+                self.0.lock().unwrap().extend_from_slice(buf);
+                Ok(buf.len())
+            }
+            fn flush(&mut self) -> std::io::Result<()> {
+                Ok(())
+            }
+        }
+        let sink = Sink::default();
+        let writer = sink.clone();
+        let subscriber = tracing_subscriber::fmt()
+            .with_max_level(tracing::Level::TRACE)
+            .with_writer(move || writer.clone())
+            .with_ansi(false)
+            .finish();
+        let _guard = tracing::subscriber::set_default(subscriber);
+        let mut t = transport(None);
+        t.log.max_body_chars = max_body_chars;
+        let (tx, mut rx) = mpsc::channel(64);
+        t.exchange(request(url), tx).await;
+        while let Some(input) = rx.next().await {
+            if matches!(
+                input,
+                Input::ResponseEnd { .. } | Input::TransportFailed { .. }
+            ) {
+                break;
+            }
+        }
+        String::from_utf8(sink.0.lock().unwrap().clone()).unwrap()
+    }
+
+    #[tokio::test]
+    async fn a_secret_split_across_chunks_is_still_masked_in_the_log() {
+        let url = chunked_server(
+            "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ntransfer-encoding: chunked\r\n\r\n",
+            vec![
+                r#"{"result": {"password":"#.to_owned(),
+                r#" "SPLIT-SECRET-1", "note": "visible"}}"#.to_owned(),
+            ],
+            true,
+        )
+        .await;
+        let logs = logged_exchange(url, 100_000).await;
+        assert!(logs.contains("visible"), "{logs}");
+        assert!(!logs.contains("SPLIT-SECRET-1"), "{logs}");
+    }
+
+    #[tokio::test]
+    async fn sse_events_are_logged_whole_oversized_ones_dropped_and_interruptions_labelled() {
+        // One event over the cap arriving whole, then one arriving in two chunks.
+        let big = format!("data: {{\"blob\": \"{}\"}}\n\n", "x".repeat(3000));
+        let big_head = format!("data: {{\"blob\": \"{}", "y".repeat(2000));
+        let big_tail = format!("{}\"}}\n\n", "y".repeat(1000));
+        let url = chunked_server(
+            "HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ntransfer-encoding: chunked\r\n\r\n",
+            vec![
+                "data: {\"token\"".to_owned(),
+                ": \"SPLIT-SECRET-2\", \"kind\": \"first-event\"}\n\n".to_owned(),
+                big,
+                big_head,
+                big_tail,
+                "data: {\"kind\": \"after-the-big-one\"}\n\ndata: {\"kind\": \"cut".to_owned(),
+            ],
+            false,
+        )
+        .await;
+        let logs = logged_exchange(url, 256).await;
+        assert!(!logs.contains("SPLIT-SECRET-2"), "{logs}");
+        assert!(logs.contains("first-event"), "{logs}");
+        assert_eq!(logs.matches("body=dropped-capacity").count(), 2, "{logs}");
+        assert!(
+            !logs.contains("xxxxxxxxxx"),
+            "the oversized event is not logged: {logs}"
+        );
+        assert!(!logs.contains("yyyyyyyyyy"), "nor the split one: {logs}");
+        assert!(logs.contains("after-the-big-one"), "{logs}");
+        assert!(logs.contains("stream=interrupted"), "{logs}");
     }
 
     #[tokio::test]

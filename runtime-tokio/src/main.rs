@@ -2,6 +2,7 @@
 #![forbid(unsafe_code)]
 
 mod demo;
+mod discover_cmd;
 mod progress;
 mod run_cmd;
 
@@ -89,12 +90,31 @@ enum Command {
         /// decrypted with `A2AT_CRED_KEY`).
         #[arg(long)]
         credentials: Option<PathBuf>,
+        /// A `.env` file whose variables apply where the environment sets nothing
+        /// (`A2AT_CRED_KEY`, `WORKFLOW_ENGINE_PROTOCOL_*`).
+        #[arg(long)]
+        env_file: Option<PathBuf>,
+        /// Deadline of each credential login in seconds (default 30).
+        #[arg(long)]
+        login_timeout_secs: Option<u64>,
+        #[command(flatten)]
+        tls: discover_cmd::TlsArgs,
         /// Prefer this binding when an agent offers several.
         #[arg(long, value_enum)]
         binding: Option<BindingArg>,
         /// Budget of each task activation in seconds (default 600).
         #[arg(long)]
         task_budget_secs: Option<u64>,
+    },
+    /// Query an agent card registry.
+    Registry {
+        #[command(subcommand)]
+        command: discover_cmd::RegistryCommand,
+    },
+    /// Load or search workflows (PSOPs) in an orchestration center.
+    Psop {
+        #[command(subcommand)]
+        command: discover_cmd::PsopCommand,
     },
 }
 
@@ -132,10 +152,16 @@ fn main() -> ExitCode {
             result,
             trace,
             credentials,
+            env_file,
+            login_timeout_secs,
+            tls,
             binding,
             task_budget_secs,
         }) => run_cmd::run(run_cmd::RunOptions {
             credentials,
+            env_file,
+            login_timeout: login_timeout_secs.map(std::time::Duration::from_secs),
+            tls,
             workflow,
             cards,
             host,
@@ -149,6 +175,8 @@ fn main() -> ExitCode {
             }),
             task_budget: task_budget_secs.map(std::time::Duration::from_secs),
         }),
+        Some(Command::Registry { command }) => discover_cmd::registry(command),
+        Some(Command::Psop { command }) => discover_cmd::psop(command),
     }
 }
 

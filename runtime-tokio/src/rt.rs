@@ -5,6 +5,8 @@ use std::future::Future;
 use std::pin::Pin;
 use std::time::Duration;
 
+use tracing::instrument::WithSubscriber;
+
 use crate::shared::Rt;
 
 /// The clock's instants, as public types expose them (e.g. `Heartbeat`).
@@ -33,6 +35,7 @@ impl Rt for Runtime {
     }
 
     fn spawn(task: impl Future<Output = ()> + Send + 'static) {
-        tokio::spawn(task);
+        // Logs of the task go to the subscriber in scope where it was spawned.
+        tokio::spawn(task.with_current_subscriber());
     }
 }

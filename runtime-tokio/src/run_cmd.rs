@@ -366,6 +366,9 @@ pub(crate) struct RunOptions {
     pub result: Option<PathBuf>,
     pub trace: Option<PathBuf>,
     pub credentials: Option<PathBuf>,
+    pub env_file: Option<PathBuf>,
+    pub login_timeout: Option<Duration>,
+    pub tls: crate::discover_cmd::TlsArgs,
     pub binding: Option<Binding>,
     pub task_budget: Option<Duration>,
 }
@@ -392,10 +395,16 @@ fn prepare_and_run(opts: RunOptions) -> Result<bool, String> {
         .map_err(|e| format!("{} is not a valid host policy: {e}", opts.host.display()))?;
     let cards = load_cards(&opts.cards)?;
     let mut builder = Engine::builder(cards);
-    if let Some(path) = &opts.credentials {
-        builder = builder
-            .credentials(a2at_tokio::load_credentials(path, None).map_err(|e| e.to_string())?);
+    if let Some(path) = &opts.env_file {
+        builder = builder.env_file(a2at_tokio::EnvFile::load(path).map_err(|e| e.to_string())?);
     }
+    if let Some(path) = &opts.credentials {
+        builder = builder.credentials_file(path);
+    }
+    if let Some(timeout) = opts.login_timeout {
+        builder = builder.login_timeout(timeout);
+    }
+    builder = builder.tls(opts.tls.config().map_err(|e| e.to_string())?);
     if let Some(b) = opts.binding {
         builder = builder.preferred_binding(b);
     }

@@ -282,9 +282,10 @@ async fn the_cli_encrypts_a_credential_that_run_then_uses() {
     ]
     .map(str::to_owned);
     let key = key_hex.clone();
+    let run_args = args.clone();
     let out = tokio::task::spawn_blocking(move || {
         std::process::Command::new(env!("CARGO_BIN_EXE_a2at"))
-            .args(&args)
+            .args(&run_args)
             .env("A2AT_CRED_KEY", key)
             .output()
             .unwrap()
@@ -300,6 +301,39 @@ async fn the_cli_encrypts_a_credential_that_run_then_uses() {
         server.requests_to("alpha", "SendMessage")[0].header("Authorization"),
         Some("Bearer cli-token-9")
     );
+
+    // The key from a .env file given with --env-file (AU-13), and without it: fail closed.
+    std::fs::write(
+        dir.join(".env"),
+        format!("# key\nA2AT_CRED_KEY=\"{key_hex}\"\n"),
+    )
+    .unwrap();
+    let mut with_env = args.to_vec();
+    with_env.extend(["--env-file".to_owned(), p(".env")]);
+    let (ok, failed) = tokio::task::spawn_blocking(move || {
+        let run = |a: &[String]| {
+            std::process::Command::new(env!("CARGO_BIN_EXE_a2at"))
+                .args(a)
+                .env_remove("A2AT_CRED_KEY")
+                .output()
+                .unwrap()
+        };
+        (run(&with_env), run(&args))
+    })
+    .await
+    .unwrap();
+    assert!(
+        ok.status.success(),
+        "{}",
+        String::from_utf8_lossy(&ok.stderr)
+    );
+    assert_eq!(
+        failed.status.code(),
+        Some(2),
+        "no key: the credentials cannot be read"
+    );
+    assert!(String::from_utf8_lossy(&failed.stderr).contains("credential"));
+    assert_eq!(server.requests_to("alpha", "SendMessage").len(), 2);
 }
 
 #[tokio::test]

@@ -5,13 +5,14 @@
 //! guards the cache.
 
 use std::collections::BTreeMap;
-use std::time::{SystemTime, UNIX_EPOCH};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use a2at_core::agents::AgentDirectory;
 use a2at_core::auth::{
     AuthContext, AuthMaterial, AuthPlan, CredentialsConfig, PendingLogin, Resolution, TokenCache,
     parse_login_response, plan_auth,
 };
+use a2at_core::protolog::{self, LogConfig};
 use bytes::Bytes;
 use http_body_util::{BodyExt, Full};
 
@@ -24,6 +25,8 @@ pub(crate) struct Authenticator {
     plans: BTreeMap<String, Result<AuthPlan, String>>,
     /// Held across a login, so a (agent, scheme) is never logged in twice at once (AU-7).
     cache: async_lock::Mutex<TokenCache>,
+    /// Deadline of one login, body included (AU-15).
+    login_timeout: Duration,
 }
 
 impl Authenticator {
@@ -33,6 +36,7 @@ impl Authenticator {
         directory: &AgentDirectory,
         credentials: Option<&CredentialsConfig>,
         provider: bool,
+        login_timeout: Duration,
     ) -> Authenticator {
         let ctx = AuthContext {
             provider_configured: provider,
@@ -50,6 +54,7 @@ impl Authenticator {
         Authenticator {
             plans,
             cache: async_lock::Mutex::new(TokenCache::new()),
+            login_timeout,
         }
     }
 
@@ -58,6 +63,7 @@ impl Authenticator {
         &self,
         agent: &str,
         client: &HttpClient,
+        log: &LogConfig,
     ) -> Result<AuthMaterial, String> {
         let plan = match self.plans.get(agent) {
             None => return Ok(AuthMaterial::default()),
@@ -72,15 +78,31 @@ impl Authenticator {
                 .map_err(|e| e.to_string())?
             {
                 Resolution::Ready(material) => return Ok(material),
-                Resolution::Login(pending) => match login(client, &pending).await {
-                    Ok(token) => {
-                        cache.finish_login(agent, &pending.scheme, token, pending.token_ttl, now())
+                Resolution::Login(pending) => {
+                    match super::within(self.login_timeout, login(client, &pending, agent, log))
+                        .await
+                        .unwrap_or_else(|| {
+                            Err(format!(
+                                "no complete login response within {:?}",
+                                self.login_timeout
+                            ))
+                        }) {
+                        Ok(token) => cache.finish_login(
+                            agent,
+                            &pending.scheme,
+                            token,
+                            pending.token_ttl,
+                            now(),
+                        ),
+                        Err(e) => {
+                            cache.fail_login(agent, &pending.scheme);
+                            return Err(format!(
+                                "login for {agent}/{} failed: {e}",
+                                pending.scheme
+                            ));
+                        }
                     }
-                    Err(e) => {
-                        cache.fail_login(agent, &pending.scheme);
-                        return Err(format!("login for {agent}/{} failed: {e}", pending.scheme));
-                    }
-                },
+                }
                 // Only the lock holder logs in, and it finishes before releasing the lock.
                 Resolution::Wait { scheme } => {
                     return Err(format!("login for {agent}/{scheme} is stuck in progress"));
@@ -97,12 +119,19 @@ fn now() -> u64 {
 }
 
 /// Sends the login request (with the engine's HTTP client, so the same TLS policy) and reads
-/// the token.
+/// the token. Request and response go to the protocol log, redacted (request fields such as
+/// `password` and the token in the response are masked, PL-3, AU-14).
 async fn login(
     client: &HttpClient,
     pending: &PendingLogin,
+    agent: &str,
+    log: &LogConfig,
 ) -> Result<a2at_core::auth::Token, String> {
     let req = &pending.request;
+    let logging = tracing::enabled!(target: "a2at::protocol", tracing::Level::DEBUG);
+    if logging {
+        tracing::debug!(target: "a2at::protocol", "{}", protolog::format_login_request(agent, &pending.scheme, req, log));
+    }
     let method = http::Method::from_bytes(req.method.as_bytes()).map_err(|e| e.to_string())?;
     let mut builder = http::Request::builder()
         .method(method)
@@ -115,11 +144,34 @@ async fn login(
         .map_err(|e| e.to_string())?;
     let response = client.send(request).await.map_err(|(_, message)| message)?;
     let status = response.status().as_u16();
+    let content_type = response
+        .headers()
+        .get(http::header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .map(str::to_owned);
     let body = response
         .into_body()
         .collect()
         .await
         .map_err(|e| e.to_string())?
         .to_bytes();
-    parse_login_response(status, &body, &pending.token_field).map_err(|e| e.to_string())
+    let token = parse_login_response(status, &body, &pending.token_field);
+    if logging {
+        let mut entry = protolog::format_login_response(
+            agent,
+            &pending.scheme,
+            status,
+            content_type.as_deref(),
+            &body,
+            log,
+        );
+        // The token may sit under a custom `token_field` that no redaction rule names.
+        if let Ok(t) = &token {
+            if !t.value.expose().is_empty() {
+                entry = entry.replace(t.value.expose(), protolog::MASK);
+            }
+        }
+        tracing::debug!(target: "a2at::protocol", "{entry}");
+    }
+    token.map_err(|e| e.to_string())
 }

@@ -24,6 +24,7 @@ use tracing::Instrument;
 
 use super::Rt;
 use super::auth::Authenticator;
+use super::config::{Env, EnvFile, LogOverrides, protocol_log_config};
 use super::driver::{Driver, Recorder};
 use super::events::{EventSink, OnFinish, OnFinishError, RunHandle};
 use super::tls::TlsConfig;
@@ -39,6 +40,9 @@ pub enum SeedSource {
     /// The same seed for every run, for reproduction.
     Fixed(u64),
 }
+
+/// The default deadline of a credential login (AU-15, CF-16).
+pub const DEFAULT_LOGIN_TIMEOUT: Duration = Duration::from_secs(30);
 
 /// Engine settings. Budgets follow the core's defaults (CF-1, CF-3, CF-11).
 #[derive(Debug, Clone, PartialEq)]
@@ -62,6 +66,10 @@ pub struct EngineConfig {
     pub max_in_flight: usize,
     /// Where run seeds come from (default: the OS).
     pub seed: SeedSource,
+    /// Deadline of one credential login, response body included (default 30 s, AU-15, CF-16).
+    /// A login that misses it fails the send with an authentication error; nothing is sent
+    /// unauthenticated.
+    pub login_timeout: Duration,
 }
 
 impl Default for EngineConfig {
@@ -77,6 +85,7 @@ impl Default for EngineConfig {
             max_in_flight_per_agent: 16,
             max_in_flight: 256,
             seed: SeedSource::Os,
+            login_timeout: DEFAULT_LOGIN_TIMEOUT,
         }
     }
 }
@@ -94,9 +103,22 @@ pub enum EngineError {
     /// The TLS configuration could not be built.
     #[error("TLS setup failed: {0}")]
     Tls(String),
-    /// The credentials file could not be read, parsed or decrypted (never ignored: AU-9).
+    /// The credentials file could not be read, parsed or decrypted (never ignored: AU-9), or
+    /// credentials were given both as a file and inline.
     #[error("credentials: {0}")]
     Credentials(String),
+    /// A configuration variable (environment or `.env` file) holds a value that cannot be
+    /// read; the message names the variable.
+    #[error("configuration variable: {0}")]
+    Environment(String),
+    /// A `.env` file could not be read.
+    #[error("cannot read the .env file {path}: {message}")]
+    EnvFile {
+        /// The file.
+        path: String,
+        /// Why.
+        message: String,
+    },
 }
 
 /// The environment variable holding the credential key (64 hex characters) when none is
@@ -110,12 +132,22 @@ pub fn load_credentials(
     path: &std::path::Path,
     key: Option<&str>,
 ) -> Result<a2at_core::auth::CredentialsConfig, EngineError> {
+    load_credentials_in(path, key, &Env::process())
+}
+
+/// [`load_credentials`] with the key looked up in `env` (process environment, then a
+/// host-loaded `.env` file) when none is given (AU-11).
+fn load_credentials_in(
+    path: &std::path::Path,
+    key: Option<&str>,
+    env: &Env<'_>,
+) -> Result<a2at_core::auth::CredentialsConfig, EngineError> {
     use a2at_core::auth::{CredentialKey, CredentialsConfig};
     let text = std::fs::read_to_string(path)
         .map_err(|e| EngineError::Credentials(format!("cannot read {}: {e}", path.display())))?;
     let key_hex = match key {
         Some(k) => Some(k.to_owned()),
-        None => std::env::var(CREDENTIAL_KEY_ENV).ok(),
+        None => env.var(CREDENTIAL_KEY_ENV),
     };
     let key = key_hex
         .map(|hex| CredentialKey::from_hex(hex.trim()))
@@ -132,6 +164,10 @@ pub struct EngineBuilder {
     http: Option<HttpClient>,
     auth: Option<AuthHook>,
     credentials: Option<a2at_core::auth::CredentialsConfig>,
+    credentials_file: Option<std::path::PathBuf>,
+    credential_key: Option<a2at_core::auth::Secret>,
+    env_file: Option<EnvFile>,
+    log: LogOverrides,
     tls: Option<TlsConfig>,
 }
 
@@ -236,8 +272,78 @@ impl EngineBuilder {
         self
     }
 
+    /// Built-in credential authentication from a credentials file (AU-5), read and decrypted
+    /// when the engine is built: a missing or malformed file, or an `enc:` value without the
+    /// right key, fails [`EngineBuilder::build`] (AU-9). Give credentials either this way or
+    /// with [`EngineBuilder::credentials`], never both.
+    pub fn credentials_file(mut self, path: impl Into<std::path::PathBuf>) -> Self {
+        self.credentials_file = Some(path.into());
+        self
+    }
+
+    /// The key (64 hex characters) of `enc:` values in the credentials file; it takes
+    /// precedence over the [`CREDENTIAL_KEY_ENV`] variable (AU-11).
+    pub fn credential_key(mut self, hex: impl Into<String>) -> Self {
+        self.credential_key = Some(a2at_core::auth::Secret::new(hex));
+        self
+    }
+
+    /// A `.env` file the host loaded: its values apply where the process environment sets
+    /// nothing, for [`CREDENTIAL_KEY_ENV`] and the protocol log knobs. The engine never reads a
+    /// `.env` file on its own.
+    pub fn env_file(mut self, env: EnvFile) -> Self {
+        self.env_file = Some(env);
+        self
+    }
+
+    /// See [`EngineConfig::login_timeout`] (must be positive).
+    pub fn login_timeout(mut self, timeout: Duration) -> Self {
+        self.config.login_timeout = timeout;
+        self
+    }
+
+    /// Whether protocol log entries include bodies; overrides
+    /// `WORKFLOW_ENGINE_PROTOCOL_INCLUDE_BODY` (default true, PL-4).
+    pub fn protocol_log_body(mut self, include: bool) -> Self {
+        self.log.include_body = Some(include);
+        self
+    }
+
+    /// The character cap of a logged body (at least 256); overrides
+    /// `WORKFLOW_ENGINE_PROTOCOL_MAX_BODY_CHARS` (default 100 000, PL-4).
+    pub fn protocol_log_max_body_chars(mut self, chars: usize) -> Self {
+        self.log.max_body_chars = Some(chars);
+        self
+    }
+
+    /// Pretty protocol log entries (one header per line, indented JSON); overrides
+    /// `WORKFLOW_ENGINE_PROTOCOL_PRETTY` (default true, PL-4). Redaction is always on.
+    pub fn protocol_log_pretty(mut self, pretty: bool) -> Self {
+        self.log.pretty = Some(pretty);
+        self
+    }
+
     /// Validates the cards and settings and builds the engine.
     pub fn build(self) -> Result<Engine, EngineError> {
+        if self.config.login_timeout.is_zero() {
+            return Err(EngineError::Config("login_timeout must be positive"));
+        }
+        let env = Env::with_file(self.env_file.as_ref());
+        let log = protocol_log_config(&env, Some(self.log))?;
+        let credentials = match (self.credentials, &self.credentials_file) {
+            (Some(_), Some(_)) => {
+                return Err(EngineError::Credentials(
+                    "given both as a file and inline; give one of them".into(),
+                ));
+            }
+            (Some(c), None) => Some(c),
+            (None, Some(path)) => Some(load_credentials_in(
+                path,
+                self.credential_key.as_ref().map(|k| k.expose()),
+                &env,
+            )?),
+            (None, None) => None,
+        };
         if self.config.max_in_flight == 0 {
             return Err(EngineError::Config("max_in_flight must be at least 1"));
         }
@@ -247,12 +353,17 @@ impl EngineBuilder {
             ));
         }
         let directory = AgentDirectory::new(self.cards, self.config.preferred_binding)?;
+        let tls = self.tls.unwrap_or_default();
         let client = match self.http {
             Some(c) => c,
-            None => HttpClient::with_tls(&self.tls.unwrap_or_default())?,
+            None => HttpClient::with_tls(&tls)?,
         };
-        let credentials =
-            Authenticator::new(&directory, self.credentials.as_ref(), self.auth.is_some());
+        let authenticator = Authenticator::new(
+            &directory,
+            credentials.as_ref(),
+            self.auth.is_some(),
+            self.config.login_timeout,
+        );
         let limits = Limits::new(
             directory.names(),
             self.config.max_in_flight_per_agent,
@@ -263,13 +374,15 @@ impl EngineBuilder {
                 directory: Arc::new(directory),
                 config: self.config,
                 transport: Arc::new(Transport {
-                    credentials,
+                    credentials: authenticator,
                     client,
                     limits,
                     auth: self.auth,
+                    log,
                 }),
                 runs: AtomicU64::new(0),
-                credentials: self.credentials,
+                credentials,
+                tls,
             }),
         })
     }
@@ -282,6 +395,8 @@ struct Inner {
     runs: AtomicU64,
     /// Kept for the [`ExtensionSender`](crate::ExtensionSender) built from this engine.
     credentials: Option<a2at_core::auth::CredentialsConfig>,
+    /// Kept for the [`ExtensionSender`](crate::ExtensionSender) built from this engine.
+    tls: TlsConfig,
 }
 
 /// The engine: validated cards, settings, the HTTP client and the concurrency limits. Cheap to
@@ -309,6 +424,10 @@ impl Engine {
             http: None,
             auth: None,
             credentials: None,
+            credentials_file: None,
+            credential_key: None,
+            env_file: None,
+            log: LogOverrides::default(),
             tls: None,
         }
     }
@@ -330,18 +449,14 @@ impl Engine {
 
     /// The validated agents, the authentication hook and the credentials, for the
     /// [`ExtensionSender`](crate::ExtensionSender) built from this engine.
-    pub(crate) fn extension_parts(
-        &self,
-    ) -> (
-        Arc<AgentDirectory>,
-        Option<AuthHook>,
-        Option<a2at_core::auth::CredentialsConfig>,
-    ) {
-        (
-            self.inner.directory.clone(),
-            self.inner.transport.auth.clone(),
-            self.inner.credentials.clone(),
-        )
+    pub(crate) fn extension_parts(&self) -> ExtensionParts {
+        ExtensionParts {
+            directory: self.inner.directory.clone(),
+            auth: self.inner.transport.auth.clone(),
+            credentials: self.inner.credentials.clone(),
+            tls: self.inner.tls.clone(),
+            log: self.inner.transport.log,
+        }
     }
 
     /// Prepares a run with options (event sink, `on_finish`, seed); see [`RunBuilder`].
@@ -453,6 +568,15 @@ impl Engine {
             ..RunConfig::default()
         }
     }
+}
+
+/// What an [`ExtensionSender`](crate::ExtensionSender) built from an engine takes over.
+pub(crate) struct ExtensionParts {
+    pub(crate) directory: Arc<AgentDirectory>,
+    pub(crate) auth: Option<AuthHook>,
+    pub(crate) credentials: Option<a2at_core::auth::CredentialsConfig>,
+    pub(crate) tls: TlsConfig,
+    pub(crate) log: a2at_core::protolog::LogConfig,
 }
 
 /// One run's options, from [`Engine::run`].

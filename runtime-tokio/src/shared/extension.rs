@@ -54,6 +54,7 @@ use futures::future::AbortHandle;
 use super::Rt;
 use super::driver::{Waiter, spawn_abortable};
 use super::engine::{Engine, EngineError, SeedSource};
+use super::tls::TlsConfig;
 use super::transport::{AuthHook, HttpClient, Limits, Transport};
 use crate::rt::{Instant, Runtime};
 
@@ -147,6 +148,9 @@ pub struct ExtensionSenderBuilder {
     http: Option<HttpClient>,
     auth: Option<AuthHook>,
     credentials: Option<a2at_core::auth::CredentialsConfig>,
+    tls: Option<TlsConfig>,
+    login_timeout: Duration,
+    log: Option<a2at_core::protolog::LogConfig>,
 }
 
 impl std::fmt::Debug for ExtensionSenderBuilder {
@@ -231,6 +235,19 @@ impl ExtensionSenderBuilder {
         self
     }
 
+    /// The TLS policy of the sender's own HTTP client (ignored with
+    /// [`ExtensionSenderBuilder::http_client`]); built from an engine, the engine's policy.
+    pub fn tls(mut self, tls: TlsConfig) -> Self {
+        self.tls = Some(tls);
+        self
+    }
+
+    /// Deadline of one credential login (default 30 s; built from an engine, the engine's).
+    pub fn login_timeout(mut self, timeout: Duration) -> Self {
+        self.login_timeout = timeout;
+        self
+    }
+
     /// Validates the cards and settings and builds the sender.
     pub fn build(self) -> Result<ExtensionSender, EngineError> {
         let c = &self.config;
@@ -244,9 +261,16 @@ impl ExtensionSenderBuilder {
                 c.preferred_binding,
             )?),
         };
+        if self.login_timeout.is_zero() {
+            return Err(EngineError::Config("login_timeout must be positive"));
+        }
+        let log = match self.log {
+            Some(log) => log,
+            None => super::config::protocol_log_config(&super::config::Env::process(), None)?,
+        };
         let client = match self.http {
             Some(client) => client,
-            None => HttpClient::new()?,
+            None => HttpClient::with_tls(&self.tls.unwrap_or_default())?,
         };
         let limits = Limits::new(
             directory.names(),
@@ -257,6 +281,7 @@ impl ExtensionSenderBuilder {
             &directory,
             self.credentials.as_ref(),
             self.auth.is_some(),
+            self.login_timeout,
         );
         Ok(ExtensionSender {
             inner: Arc::new(SenderInner {
@@ -267,6 +292,7 @@ impl ExtensionSenderBuilder {
                     client,
                     limits,
                     auth: self.auth,
+                    log,
                 }),
                 operations: AtomicU64::new(0),
             }),
@@ -302,11 +328,11 @@ impl Engine {
     /// authentication hook, with budgets taken from the engine (send budget = task budget).
     /// The sender gets its own transport (XS-9).
     pub fn extension_sender_builder(&self) -> ExtensionSenderBuilder {
-        let (directory, auth, credentials) = self.extension_parts();
+        let parts = self.extension_parts();
         let c = self.config();
         ExtensionSenderBuilder {
             cards: None,
-            directory: Some(directory),
+            directory: Some(parts.directory),
             config: ExtensionSenderConfig {
                 send_budget: c.task_budget,
                 poll_interval: c.poll_interval,
@@ -316,8 +342,11 @@ impl Engine {
                 ..ExtensionSenderConfig::default()
             },
             http: None,
-            auth,
-            credentials,
+            auth: parts.auth,
+            credentials: parts.credentials,
+            tls: Some(parts.tls),
+            login_timeout: c.login_timeout,
+            log: Some(parts.log),
         }
     }
 
@@ -338,6 +367,9 @@ impl ExtensionSender {
             http: None,
             auth: None,
             credentials: None,
+            tls: None,
+            login_timeout: super::engine::DEFAULT_LOGIN_TIMEOUT,
+            log: None,
         }
     }
 

@@ -12,6 +12,8 @@
 //!   (TransportErrorKind, String)>`.
 
 pub(crate) mod auth;
+pub(crate) mod config;
+pub(crate) mod discovery;
 pub(crate) mod driver;
 pub(crate) mod engine;
 pub(crate) mod events;
@@ -42,4 +44,19 @@ pub(crate) trait Rt {
 
     /// Runs `task` in the background, detached.
     fn spawn(task: impl Future<Output = ()> + Send + 'static);
+}
+
+/// Runs `future` until it completes or `deadline` has passed on the runtime's clock; `None`
+/// when the deadline came first (the future is dropped, which cancels it). A deadline too far
+/// away to be represented means no deadline.
+pub(crate) async fn within<F: Future>(deadline: Duration, future: F) -> Option<F::Output> {
+    use crate::rt::Runtime;
+    let Some(at) = Runtime::add(Runtime::now(), deadline) else {
+        return Some(future.await);
+    };
+    let future = std::pin::pin!(future);
+    match futures::future::select(future, Runtime::sleep_until(at)).await {
+        futures::future::Either::Left((output, _)) => Some(output),
+        futures::future::Either::Right(((), _)) => None,
+    }
 }

@@ -3,12 +3,16 @@
 //! skips chain verification but still checks the host name and the handshake signatures.
 //! A configuration that cannot be built is an error, never a silent fallback.
 
+use std::path::Path;
 use std::sync::Arc;
 
+use rustls::client::WebPkiServerVerifier;
 use rustls::client::danger::{HandshakeSignatureValid, ServerCertVerified, ServerCertVerifier};
 use rustls::crypto::WebPkiSupportedAlgorithms;
 use rustls::pki_types::pem::PemObject;
-use rustls::pki_types::{CertificateDer, PrivateKeyDer, ServerName, UnixTime};
+use rustls::pki_types::{
+    CertificateDer, CertificateRevocationListDer, PrivateKeyDer, ServerName, UnixTime,
+};
 use rustls::{DigitallySignedStruct, SignatureScheme};
 
 use super::engine::EngineError;
@@ -19,8 +23,13 @@ use super::engine::EngineError;
 pub struct TlsConfig {
     /// Extra trusted CA certificates (PEM, one or more), added to the webpki roots.
     pub extra_ca_pem: Option<Vec<u8>>,
-    /// A client certificate chain and its private key (both PEM) for mutual TLS.
+    /// A client certificate chain (PEM) and its private key (PKCS#8, PKCS#1 or SEC1, as PEM or
+    /// DER) for mutual TLS (TL-2). Encrypted keys are not supported: decrypt them first.
     pub client_identity_pem: Option<(Vec<u8>, Vec<u8>)>,
+    /// Certificate revocation lists (PEM) to check server certificates against (TL-2 `crlPath`):
+    /// a revoked end-entity certificate is rejected; certificates whose issuer published no
+    /// list here are accepted. Cannot be combined with the insecure mode.
+    pub crl_pem: Option<Vec<u8>>,
     /// Development only: accept any certificate chain, still checking that the certificate is
     /// valid for the host name and that the handshake is signed by it. Every client built with
     /// it logs a warning.
@@ -32,11 +41,70 @@ impl std::fmt::Debug for TlsConfig {
         f.debug_struct("TlsConfig")
             .field("extra_ca_pem", &self.extra_ca_pem.as_ref().map(Vec::len))
             .field("client_identity", &self.client_identity_pem.is_some())
+            .field("crl_pem", &self.crl_pem.as_ref().map(Vec::len))
             .field(
                 "insecure_skip_chain_verification",
                 &self.insecure_skip_chain_verification,
             )
             .finish()
+    }
+}
+
+fn read(what: &str, path: &Path) -> Result<Vec<u8>, EngineError> {
+    std::fs::read(path)
+        .map_err(|e| EngineError::Tls(format!("cannot read the {what} {}: {e}", path.display())))
+}
+
+impl TlsConfig {
+    /// Adds the CA certificates of a PEM file (`caCertsPath`, TL-1) to the trusted roots. The
+    /// file is read now; an unreadable file is an error naming it.
+    pub fn with_ca_file(mut self, path: &Path) -> Result<TlsConfig, EngineError> {
+        let mut pem = self.extra_ca_pem.take().unwrap_or_default();
+        pem.extend(read("CA bundle", path)?);
+        pem.push(b'\n');
+        self.extra_ca_pem = Some(pem);
+        Ok(self)
+    }
+
+    /// Presents the client certificate chain (PEM file) and key (PEM or DER file) for mutual
+    /// TLS (`clientCertPath`, `clientKeyPath`, TL-2).
+    pub fn with_client_identity_files(
+        mut self,
+        cert: &Path,
+        key: &Path,
+    ) -> Result<TlsConfig, EngineError> {
+        self.client_identity_pem =
+            Some((read("client certificate", cert)?, read("client key", key)?));
+        Ok(self)
+    }
+
+    /// Checks server certificates against the revocation lists of a PEM file (`crlPath`,
+    /// TL-2).
+    pub fn with_crl_file(mut self, path: &Path) -> Result<TlsConfig, EngineError> {
+        let mut pem = self.crl_pem.take().unwrap_or_default();
+        pem.extend(read("CRL file", path)?);
+        pem.push(b'\n');
+        self.crl_pem = Some(pem);
+        Ok(self)
+    }
+
+    /// The development-only insecure mode (TL-3): chains are not verified, host names and
+    /// handshake signatures still are.
+    pub fn insecure(mut self) -> TlsConfig {
+        self.insecure_skip_chain_verification = true;
+        self
+    }
+}
+
+/// A private key as PEM, or else as DER (PKCS#8, PKCS#1 or SEC1).
+fn private_key(bytes: &[u8]) -> Result<PrivateKeyDer<'static>, EngineError> {
+    match PrivateKeyDer::from_pem_slice(bytes) {
+        Ok(key) => Ok(key),
+        Err(pem_error) if bytes.windows(10).any(|w| w == b"-----BEGIN") => Err(EngineError::Tls(
+            format!("client key: {pem_error} (encrypted keys are not supported)"),
+        )),
+        Err(_) => PrivateKeyDer::try_from(bytes.to_vec())
+            .map_err(|e| EngineError::Tls(format!("client key is neither PEM nor DER: {e}"))),
     }
 }
 
@@ -63,6 +131,24 @@ pub(crate) fn client_config(tls: &TlsConfig) -> Result<rustls::ClientConfig, Eng
     let builder = rustls::ClientConfig::builder_with_provider(provider.clone())
         .with_safe_default_protocol_versions()
         .map_err(|e| EngineError::Tls(e.to_string()))?;
+    let crls = match &tls.crl_pem {
+        None => Vec::new(),
+        Some(pem) => {
+            let crls = CertificateRevocationListDer::pem_slice_iter(pem)
+                .collect::<Result<Vec<_>, _>>()
+                .map_err(|e| EngineError::Tls(format!("CRL: {e}")))?;
+            if crls.is_empty() {
+                return Err(EngineError::Tls("CRL file holds no PEM CRL".into()));
+            }
+            if tls.insecure_skip_chain_verification {
+                return Err(EngineError::Tls(
+                    "CRL checking needs chain verification: it cannot be combined with the insecure mode"
+                        .into(),
+                ));
+            }
+            crls
+        }
+    };
     let builder = if tls.insecure_skip_chain_verification {
         tracing::warn!(
             "INSECURE_TLS: certificate chains are not verified for this HTTP client (host names and handshake signatures still are); use only for development"
@@ -72,8 +158,17 @@ pub(crate) fn client_config(tls: &TlsConfig) -> Result<rustls::ClientConfig, Eng
             .with_custom_certificate_verifier(Arc::new(NameOnlyVerifier {
                 algorithms: provider.signature_verification_algorithms,
             }))
-    } else {
+    } else if crls.is_empty() {
         builder.with_root_certificates(roots)
+    } else {
+        let verifier =
+            WebPkiServerVerifier::builder_with_provider(Arc::new(roots), provider.clone())
+                .with_crls(crls)
+                .only_check_end_entity_revocation()
+                .allow_unknown_revocation_status()
+                .build()
+                .map_err(|e| EngineError::Tls(format!("CRL: {e}")))?;
+        builder.with_webpki_verifier(verifier)
     };
     let mut config = match &tls.client_identity_pem {
         None => builder.with_no_client_auth(),
@@ -86,8 +181,7 @@ pub(crate) fn client_config(tls: &TlsConfig) -> Result<rustls::ClientConfig, Eng
                     "client certificate file holds no PEM certificate".into(),
                 ));
             }
-            let key = PrivateKeyDer::from_pem_slice(key)
-                .map_err(|e| EngineError::Tls(format!("client key: {e}")))?;
+            let key = private_key(key)?;
             builder
                 .with_client_auth_cert(chain, key)
                 .map_err(|e| EngineError::Tls(format!("client identity: {e}")))?

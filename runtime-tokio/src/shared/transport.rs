@@ -106,13 +106,6 @@ impl Limits {
     }
 }
 
-/// Protocol-log settings: body included, capped at the default size, pretty JSON (PL-4).
-const LOG_CONFIG: LogConfig = LogConfig {
-    include_body: true,
-    max_body_chars: protolog::DEFAULT_BODY_CHARS,
-    pretty: true,
-};
-
 fn protocol_log_enabled() -> bool {
     tracing::enabled!(target: "a2at::protocol", tracing::Level::DEBUG)
 }
@@ -123,6 +116,8 @@ pub(crate) struct Transport {
     pub(crate) limits: Limits,
     pub(crate) auth: Option<AuthHook>,
     pub(crate) credentials: Authenticator,
+    /// Protocol log knobs (PL-4), fixed when the engine was built.
+    pub(crate) log: LogConfig,
 }
 
 impl Transport {
@@ -138,7 +133,11 @@ impl Transport {
         // Built-in credentials (AU-4..AU-8) and the host's hook (AU-1) both apply; a conflicting
         // header, a failing hook or missing required credentials block the send (AU-2, AU-3,
         // ER-12): never an unauthenticated request.
-        let material = match self.credentials.material(&req.agent, &self.client).await {
+        let material = match self
+            .credentials
+            .material(&req.agent, &self.client, &self.log)
+            .await
+        {
             Ok(m) => m,
             Err(message) => {
                 let _ = tx.send(fail(TransportErrorKind::Auth, message)).await;
@@ -155,6 +154,7 @@ impl Transport {
                 }
             },
         };
+        let url_before = req.url.clone();
         if let Err(e) = a2at_core::auth::apply(&material, &provided, &mut req) {
             let _ = tx.send(fail(TransportErrorKind::Auth, e.to_string())).await;
             return;
@@ -165,7 +165,8 @@ impl Transport {
         let log = protocol_log_enabled().then(|| {
             let mut sent = req.clone();
             sent.headers.extend(extra.iter().cloned());
-            tracing::debug!(target: "a2at::protocol", "{}", protolog::format_request(&sent, Channel::Task, &LOG_CONFIG));
+            a2at_core::auth::mask_applied(&mut sent, &material, &provided, &url_before);
+            tracing::debug!(target: "a2at::protocol", "{}", protolog::format_request(&sent, Channel::Task, &self.log));
             LogContext::of(&sent, Channel::Task)
         });
         let request = match build_request(req, extra) {
@@ -199,9 +200,10 @@ impl Transport {
             .get(http::header::CONTENT_TYPE)
             .and_then(|v| v.to_str().ok())
             .map(str::to_owned);
-        if let Some(ctx) = &log {
-            tracing::debug!(target: "a2at::protocol", "{}", protolog::format_response_head(ctx, parts.status.as_u16(), &headers, &LOG_CONFIG));
-        }
+        let mut body_log = log.map(|ctx| {
+            tracing::debug!(target: "a2at::protocol", "{}", protolog::format_response_head(&ctx, parts.status.as_u16(), &headers, &self.log));
+            BodyLog::new(ctx, content_type.clone(), self.log)
+        });
         let head = Input::ResponseHead {
             op,
             status: parts.status.as_u16(),
@@ -212,13 +214,24 @@ impl Transport {
         }
         loop {
             let input = match body.frame().await {
-                None => Input::ResponseEnd { op },
-                Some(Err(e)) => fail(TransportErrorKind::Io, describe(&e)),
+                None => {
+                    if let Some(l) = body_log.take() {
+                        l.finish();
+                    }
+                    Input::ResponseEnd { op }
+                }
+                Some(Err(e)) => {
+                    let message = describe(&e);
+                    if let Some(l) = body_log.take() {
+                        l.interrupted(&message);
+                    }
+                    fail(TransportErrorKind::Io, message)
+                }
                 Some(Ok(frame)) => match frame.into_data() {
                     Ok(data) if data.is_empty() => continue,
                     Ok(data) => {
-                        if let Some(ctx) = &log {
-                            tracing::debug!(target: "a2at::protocol", "{}", protolog::format_response_body(ctx, content_type.as_deref(), &data, &LOG_CONFIG));
+                        if let Some(l) = &mut body_log {
+                            l.push(&data);
                         }
                         Input::ResponseBody {
                             op,
@@ -233,6 +246,144 @@ impl Transport {
                 return;
             }
         }
+    }
+}
+
+/// Assembles a response body for the protocol log (PL-5), so that no entry holds a raw network
+/// chunk: a secret split across two chunks would escape redaction. SSE bodies are logged one
+/// complete event at a time (an event larger than the cap is dropped whole and labelled
+/// `body=dropped-capacity`); other bodies once, at the end, capped. Bytes are decoded only
+/// after assembly.
+struct BodyLog {
+    ctx: LogContext,
+    content_type: Option<String>,
+    cfg: LogConfig,
+    sse: bool,
+    buf: Vec<u8>,
+    /// Raw bytes kept at most (the character cap, four bytes a character).
+    cap_bytes: usize,
+    /// Bytes of the body seen in all (non-SSE).
+    total: usize,
+    /// Bytes of an oversized SSE event being dropped until its delimiter.
+    dropping: Option<usize>,
+}
+
+impl BodyLog {
+    fn new(ctx: LogContext, content_type: Option<String>, cfg: LogConfig) -> BodyLog {
+        let sse = content_type.as_deref().is_some_and(|c| {
+            c.split(';')
+                .next()
+                .is_some_and(|m| m.trim().eq_ignore_ascii_case("text/event-stream"))
+        });
+        BodyLog {
+            ctx,
+            content_type,
+            cfg,
+            sse,
+            buf: Vec::new(),
+            cap_bytes: cfg.body_cap().saturating_mul(4),
+            total: 0,
+            dropping: None,
+        }
+    }
+
+    fn push(&mut self, data: &[u8]) {
+        self.total += data.len();
+        if !self.sse {
+            let room = self.cap_bytes.saturating_sub(self.buf.len());
+            self.buf.extend_from_slice(&data[..data.len().min(room)]);
+            return;
+        }
+        self.buf.extend_from_slice(data);
+        loop {
+            let Some((end, delimiter)) = frame_end(&self.buf) else {
+                if self.buf.len() > self.cap_bytes {
+                    *self.dropping.get_or_insert(0) += self.buf.len();
+                    self.buf.clear();
+                }
+                return;
+            };
+            let frame: Vec<u8> = self.buf.drain(..end + delimiter).collect();
+            match self.dropping.take() {
+                Some(dropped) => {
+                    tracing::debug!(target: "a2at::protocol", "{}", protolog::format_sse_dropped(&self.ctx, dropped + frame.len()));
+                }
+                None if end > self.cap_bytes => {
+                    tracing::debug!(target: "a2at::protocol", "{}", protolog::format_sse_dropped(&self.ctx, frame.len()));
+                }
+                None => self.log_event(&frame[..end]),
+            }
+        }
+    }
+
+    fn log_event(&self, frame: &[u8]) {
+        let text = String::from_utf8_lossy(frame);
+        let mut event = None;
+        let mut data: Vec<&str> = Vec::new();
+        for line in text.lines() {
+            if let Some(v) = line.strip_prefix("event:") {
+                event = Some(v.trim());
+            } else if let Some(v) = line.strip_prefix("data:") {
+                data.push(v.strip_prefix(' ').unwrap_or(v));
+            }
+        }
+        if event.is_none() && data.is_empty() {
+            return; // comments and keep-alives
+        }
+        tracing::debug!(target: "a2at::protocol", "{}", protolog::format_sse_event(&self.ctx, event, &data.join("\n"), &self.cfg));
+    }
+
+    fn finish(mut self) {
+        if self.sse {
+            if let Some(dropped) = self.dropping.take() {
+                let n = dropped + self.buf.len();
+                tracing::debug!(target: "a2at::protocol", "{}", protolog::format_sse_dropped(&self.ctx, n));
+            } else if !self.buf.is_empty() {
+                let rest = std::mem::take(&mut self.buf);
+                self.log_event(&rest);
+            }
+            return;
+        }
+        if self.total == 0 {
+            return;
+        }
+        // A cut inside a multi-byte character would make the text look binary.
+        if let Err(e) = std::str::from_utf8(&self.buf) {
+            if e.error_len().is_none() {
+                self.buf.truncate(e.valid_up_to());
+            }
+        }
+        let mut entry = protolog::format_response_body(
+            &self.ctx,
+            self.content_type.as_deref(),
+            &self.buf,
+            &self.cfg,
+        );
+        if self.total > self.buf.len() && self.cfg.include_body {
+            entry.push_str(&format!(
+                "\n[body truncated: {} of {} bytes kept for the log]",
+                self.buf.len(),
+                self.total
+            ));
+        }
+        tracing::debug!(target: "a2at::protocol", "{entry}");
+    }
+
+    fn interrupted(self, reason: &str) {
+        tracing::debug!(target: "a2at::protocol", "{}", protolog::format_stream_interrupted(&self.ctx, reason));
+    }
+}
+
+/// The end of the first SSE frame in `buf` and the length of its delimiter.
+fn frame_end(buf: &[u8]) -> Option<(usize, usize)> {
+    let lf = buf.windows(2).position(|w| w == b"\n\n").map(|i| (i, 2));
+    let crlf = buf
+        .windows(4)
+        .position(|w| w == b"\r\n\r\n")
+        .map(|i| (i, 4));
+    match (lf, crlf) {
+        (Some(a), Some(b)) => Some(if a.0 <= b.0 { a } else { b }),
+        (a, b) => a.or(b),
     }
 }
 
