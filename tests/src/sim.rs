@@ -44,6 +44,8 @@ pub struct SimOutcome {
     pub log: Vec<(Timestamp, Observed)>,
     /// Virtual time at the end.
     pub end: Timestamp,
+    /// How many inputs and timeouts the run handled.
+    pub inputs: usize,
     /// Every request each agent received.
     pub requests: BTreeMap<String, Vec<AgentRequest>>,
     /// The agents as they ended (their task tables).
@@ -307,6 +309,7 @@ impl Sim {
             trace,
             log: self.log,
             end: self.now,
+            inputs,
             requests: self.requests,
             agents: self.agents,
         }
