@@ -27,7 +27,10 @@ fn measure<T>(runs: usize, mut f: impl FnMut() -> T) -> (Duration, usize, usize)
         let stats = region.change();
         drop(out);
         best = best.min(spent);
-        allocs = (stats.allocations + stats.reallocations, stats.bytes_allocated);
+        allocs = (
+            stats.allocations + stats.reallocations,
+            stats.bytes_allocated,
+        );
     }
     (best, allocs.0, allocs.1)
 }
@@ -54,9 +57,14 @@ fn main() {
         });
         // Validation alone: the parse is measured above and subtracted.
         let validate = validate.saturating_sub(parse);
-        let wf = ValidatedWorkflow::new(Workflow::from_json_str(&text).expect("parses"))
-            .expect("valid");
-        let tasks = wf.workflow().steps.iter().map(|s| s.subtasks.len()).sum::<usize>();
+        let wf =
+            ValidatedWorkflow::new(Workflow::from_json_str(&text).expect("parses")).expect("valid");
+        let tasks = wf
+            .workflow()
+            .steps
+            .iter()
+            .map(|s| s.subtasks.len())
+            .sum::<usize>();
         let mut inputs = 0;
         let mut run = |events: EventSelection| {
             measure(3, || {

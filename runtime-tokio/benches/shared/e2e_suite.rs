@@ -200,6 +200,26 @@ async fn engine_runs(
     }
 }
 
+/// Like [`engine_runs`], with every run recorded as a trace (serialized, then discarded: the
+/// cost measured is building and writing the lines, not the disk).
+async fn engine_runs_recorded(
+    engine: &Engine,
+    workflow: &Arc<ValidatedWorkflow>,
+    host: &Arc<BuiltControlPoint>,
+    runs: usize,
+) {
+    let results = join_all((0..runs).map(|_| {
+        engine
+            .run(workflow.clone(), host.clone())
+            .record(std::io::sink())
+            .execute()
+    }))
+    .await;
+    for r in results {
+        assert!(r.success, "run failed: {:?}", r.error);
+    }
+}
+
 async fn direct_chain(client: DirectClient, url: Arc<str>, first: Arc<str>, n: usize) {
     for i in 0..n {
         let target = if i == 0 { &first } else { &url };
@@ -328,7 +348,8 @@ async fn run_job(job: &str, through_engine: bool) -> Value {
     let (kind, n) = job.split_once('-').unwrap_or((job, "0"));
     let n: usize = n.parse().expect("job size");
     let (workflow, warmup, iters) = match kind {
-        "chain" => (chain(20, "fast", "fast"), 3, 15),
+        "chain" | "record" => (chain(20, "fast", "fast"), 3, 15),
+        "record200" => (chain(5, "fast", "fast"), 2, 7),
         "fan" => (fan_out(50, "fast"), 3, 15),
         "runs200" => (chain(5, "fast", "fast"), 2, 7),
         "latency" => (chain(20, "slow", "slow"), 1, 3),
@@ -345,6 +366,20 @@ async fn run_job(job: &str, through_engine: bool) -> Value {
         }
         other => panic!("unknown job {other}"),
     };
+    if kind.starts_with("record") {
+        let runs = if kind == "record200" { 200 } else { 1 };
+        return if through_engine {
+            measure(warmup, iters, || {
+                engine_runs_recorded(&engine, &workflow, &host, runs)
+            })
+            .await
+        } else {
+            measure(warmup, iters, || {
+                engine_runs(&engine, &workflow, &host, runs)
+            })
+            .await
+        };
+    }
     if through_engine {
         let runs = match kind {
             "runs200" => 200,
@@ -548,6 +583,33 @@ fn overhead_table() {
     }
 }
 
+/// Trace recording (#9): the same engine runs with and without `RunBuilder::record`.
+fn recording_table() {
+    println!("\n### Trace recording overhead ({RUNTIME})\n");
+    println!(
+        "| workload | iters | wall without | wall with recording | wall ratio | CPU/iter without \
+         | CPU/iter with | CPU ratio |"
+    );
+    println!("|---|---|---|---|---|---|---|---|");
+    for (name, key) in [
+        ("20-step chain", "record"),
+        ("200 concurrent 5-step runs", "record200"),
+    ] {
+        // "engine" mode records; "direct" mode is the same engine run without recording.
+        let (with, without) = (Sample(job(key, true)), Sample(job(key, false)));
+        println!(
+            "| {name} | {} | {} | {} | {:.2} | {} | {} | {:.2} |",
+            with.iters(),
+            ms(without.median()),
+            ms(with.median()),
+            ratio(&with, &without),
+            ms(without.cpu_per_iter()),
+            ms(with.cpu_per_iter()),
+            with.cpu_per_iter().as_secs_f64() / without.cpu_per_iter().as_secs_f64(),
+        );
+    }
+}
+
 /// Wall time and memory against the number of steps, then against concurrent runs.
 fn scaling_tables() {
     println!("\n### Scaling with steps: one chain ({RUNTIME})\n");
@@ -684,9 +746,23 @@ pub(crate) fn main() {
     }
     let started = Instant::now();
     println!("## a2at end-to-end benchmark: {RUNTIME} ({})", machine());
-    overhead_table();
-    scaling_tables();
-    in_flight_table();
-    latency_table();
+    // A2AT_E2E_TABLES=overhead,recording,scaling,inflight,latency picks tables (default all).
+    let wanted = std::env::var("A2AT_E2E_TABLES").unwrap_or_default();
+    let want = |t: &str| wanted.is_empty() || wanted.split(',').any(|w| w.trim() == t);
+    if want("overhead") {
+        overhead_table();
+    }
+    if want("recording") {
+        recording_table();
+    }
+    if want("scaling") {
+        scaling_tables();
+    }
+    if want("inflight") {
+        in_flight_table();
+    }
+    if want("latency") {
+        latency_table();
+    }
     println!("\n(total {:.1} s)", started.elapsed().as_secs_f64());
 }
