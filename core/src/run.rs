@@ -150,7 +150,8 @@ pub struct Run {
     steps: Vec<StepState>,
     slots: BTreeMap<TaskKey, Slot>,
     ready: BTreeSet<StepId>,
-    history: Vec<TaskExecutionResult>,
+    /// The order subtasks finished in; their results stay in the step table until the end.
+    finish_order: Vec<TaskKey>,
     failure: Option<RunError>,
     cancelled: bool,
     finished: Option<ExecutionResult>,
@@ -194,7 +195,7 @@ impl Run {
             steps,
             slots: BTreeMap::new(),
             ready: BTreeSet::new(),
-            history: Vec::new(),
+            finish_order: Vec::new(),
             failure: None,
             cancelled: false,
             finished: None,
@@ -480,8 +481,7 @@ impl Run {
             execution_id: self.ctx.execution_id.clone(),
             success,
             error: self.failure.clone(),
-            // Nothing is added to the history once the run has finished.
-            history: std::mem::take(&mut self.history),
+            history: self.take_history(),
             step_outputs,
             steps: reports,
         };
@@ -515,6 +515,21 @@ impl Run {
         });
         self.ctx.push(Output::Finished(Box::new(result.clone())));
         self.finished = Some(result);
+    }
+
+    /// The results in the order they finished, moved out of the step table: the run has ended
+    /// and step_outputs were taken before.
+    fn take_history(&mut self) -> Vec<TaskExecutionResult> {
+        let order = std::mem::take(&mut self.finish_order);
+        order
+            .into_iter()
+            .filter_map(|key| {
+                self.steps[key.step.index()]
+                    .results
+                    .get_mut(key.subtask as usize)
+                    .and_then(Option::take)
+            })
+            .collect()
     }
 
     /// step_outputs for one step: task key → outputs; cancelled subtasks are left out.
@@ -590,6 +605,7 @@ impl Run {
             EventType::StepStart,
             json!({ "step": step.name, "step_type": step.step_type.as_str(), "executionId": self.ctx.execution_id }),
         );
+        let routes_ask_host = workflow.edges(id).iter().any(|e| e.is_conditional());
         for (i, sub) in step.subtasks.iter().enumerate() {
             let key = TaskKey {
                 step: id,
@@ -607,7 +623,12 @@ impl Run {
                 instruction: sub.description.clone(),
                 input: sub.effective_input(),
                 language: self.start.language.clone(),
-                workflow_input: self.steps[id.index()].window.clone(),
+                workflow_input: if i + 1 == step.subtasks.len() && !routes_ask_host {
+                    // Nothing reads the window after the last request: move it.
+                    std::mem::take(&mut self.steps[id.index()].window)
+                } else {
+                    self.steps[id.index()].window.clone()
+                },
             };
             emit!(
                 self.ctx,
@@ -745,7 +766,7 @@ impl Run {
             }),
         );
         let won = result.status == TaskStatus::Success;
-        self.history.push(result.clone());
+        self.finish_order.push(key);
         let state = &mut self.steps[step_id.index()];
         state.results[key.subtask as usize] = Some(result);
         state.running -= 1;
@@ -780,7 +801,12 @@ impl Run {
                 results.iter().all(|r| r.status == TaskStatus::Success)
             }
         };
-        let results_json = serde_json::to_value(&results).unwrap_or(Value::Null);
+        let results_json =
+            if self.ctx.wants(EventType::StepComplete) || self.ctx.wants(EventType::Error) {
+                serde_json::to_value(&results).unwrap_or(Value::Null)
+            } else {
+                Value::Null
+            };
         let failed_detail = results
             .iter()
             .find(|r| r.status != TaskStatus::Success)
@@ -795,6 +821,10 @@ impl Run {
             })
             .unwrap_or_default();
         let name = step.name.clone();
+        if !succeeded {
+            // Only route requests read the window after dispatch, and a failed step routes nowhere.
+            self.steps[id.index()].window = WorkflowInput::default();
+        }
         if self.cancelled && !succeeded {
             self.steps[id.index()].phase = Phase::Cancelled;
             return;
@@ -837,12 +867,19 @@ impl Run {
         let step = workflow.step(id);
         let mut decisions = Vec::with_capacity(edges.len());
         let mut calls = Vec::new();
-        let current_results: Vec<TaskExecutionResult> = self.steps[id.index()]
-            .results
-            .iter()
-            .flatten()
-            .cloned()
-            .collect();
+        // Route requests are the window's last readers: they all go out here.
+        let window = std::mem::take(&mut self.steps[id.index()].window);
+        let current_results: Vec<TaskExecutionResult> = if edges.iter().any(|e| e.is_conditional())
+        {
+            self.steps[id.index()]
+                .results
+                .iter()
+                .flatten()
+                .cloned()
+                .collect()
+        } else {
+            Vec::new()
+        };
         for (i, edge) in edges.iter().enumerate() {
             if !edge.is_conditional() {
                 decisions.push(Some(RouteDecision::allow(None)));
@@ -859,7 +896,7 @@ impl Run {
                     step_name: step.name.clone(),
                     next_step: edge.target_name(&workflow).to_owned(),
                     condition: edge.condition.clone().unwrap_or_default(),
-                    workflow_input: self.steps[id.index()].window.clone(),
+                    workflow_input: window.clone(),
                     current_results: current_results.clone(),
                 }),
             });
