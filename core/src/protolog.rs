@@ -877,3 +877,56 @@ pub fn workflow_finished_line(execution_id: &str, success: bool) -> String {
         mask_credentials(execution_id)
     )
 }
+
+/// Every summary line of a finished run, in order: for each failed subtask an `A2A_ERROR` (when
+/// the agent rejected a call: an `a2a.*` code) and a `TASK_FAILED`; a `WORKFLOW_STOPPED` naming
+/// the steps that never ran when the run failed; then `WORKFLOW_FINISHED`.
+pub fn summary_lines(result: &crate::result::ExecutionResult) -> Vec<String> {
+    use crate::host::TaskStatus;
+    use crate::result::StepStatus;
+    let mut lines = Vec::new();
+    for task in result
+        .history
+        .iter()
+        .filter(|t| t.status == TaskStatus::Failed)
+    {
+        let code = task.error_code.as_deref().unwrap_or("");
+        let reason = task.error.as_deref().unwrap_or("");
+        if code.starts_with("a2a.") {
+            let ctx = LogContext {
+                agent: task.agent_name.clone(),
+                channel: Channel::Task,
+                op: None,
+                purpose: None,
+                correlation: Correlation {
+                    execution_id: result.execution_id.clone(),
+                    step: task.step_name.clone(),
+                    subtask_index: task.subtask_index,
+                    logical_task_id: task.task_id.clone(),
+                    context_id: task.context_id.clone().unwrap_or_default(),
+                    remote_task_id: task.remote_task_id.clone(),
+                },
+            };
+            lines.push(a2a_error_line(&ctx, code, reason));
+        }
+        lines.push(task_failed_line(
+            &result.execution_id,
+            &task.step_name,
+            &task.task_id,
+            &task.agent_name,
+            code,
+            reason,
+        ));
+    }
+    if !result.success {
+        let skipped: Vec<String> = result
+            .steps
+            .iter()
+            .filter(|s| matches!(s.status, StepStatus::NotRun | StepStatus::Skipped))
+            .map(|s| s.name.clone())
+            .collect();
+        lines.push(workflow_stopped_line(&result.execution_id, &skipped));
+    }
+    lines.push(workflow_finished_line(&result.execution_id, result.success));
+    lines
+}

@@ -459,3 +459,70 @@ fn log_knobs_come_from_the_lookup_with_defaults_minimum_and_named_errors() {
     let err = LogConfig::from_lookup(vars(&[(ENV_INCLUDE_BODY, "maybe")])).unwrap_err();
     assert_eq!(err.name, ENV_INCLUDE_BODY);
 }
+
+#[test]
+fn summary_lines_name_failures_skipped_steps_and_the_end_without_secrets() {
+    use a2at_core::host::{TaskExecutionResult, TaskStatus};
+    use a2at_core::result::{ExecutionResult, RunError, StepReport, StepStatus};
+    let failed = TaskExecutionResult {
+        step_name: "check".into(),
+        subtask_index: 0,
+        agent_name: "agentA".into(),
+        skill: String::new(),
+        task_id: "t-1".into(),
+        task_description: "check the site".into(),
+        status: TaskStatus::Failed,
+        outputs: Vec::new(),
+        received_messages: Vec::new(),
+        error: Some(r#"rejected: {"access_token": "planted-secret-77"}"#.into()),
+        error_code: Some("a2a.task_not_found".into()),
+        error_details: None,
+        remote_task_id: Some("r-9".into()),
+        context_id: Some("c-3".into()),
+    };
+    let result = ExecutionResult {
+        execution_id: "exec-1".into(),
+        success: false,
+        error: Some(RunError {
+            code: "workflow.step_failed".into(),
+            message: "Step execution failed".into(),
+        }),
+        history: vec![failed],
+        step_outputs: Default::default(),
+        steps: vec![
+            StepReport {
+                name: "check".into(),
+                status: StepStatus::Failed,
+            },
+            StepReport {
+                name: "fix".into(),
+                status: StepStatus::NotRun,
+            },
+            StepReport {
+                name: "branch".into(),
+                status: StepStatus::Skipped,
+            },
+        ],
+    };
+    let lines = summary_lines(&result);
+    let kinds: Vec<&str> = lines
+        .iter()
+        .map(|l| l.split(' ').next().unwrap_or(""))
+        .collect();
+    assert_eq!(
+        kinds,
+        [
+            "A2A_ERROR",
+            "TASK_FAILED",
+            "WORKFLOW_STOPPED",
+            "WORKFLOW_FINISHED"
+        ]
+    );
+    assert!(lines[1].contains("code=a2a.task_not_found"), "{}", lines[1]);
+    assert!(lines[2].contains("skipped=[fix, branch]"), "{}", lines[2]);
+    assert!(lines[3].contains("success=false"), "{}", lines[3]);
+    assert!(
+        lines.iter().all(|l| !l.contains("planted-secret-77")),
+        "{lines:#?}"
+    );
+}

@@ -71,6 +71,10 @@ fn planted_secrets_never_reach_the_protocol_log() {
     );
     assert!(logs.contains("<<< RESPONSE 200"), "the response is logged");
     assert!(
+        logs.contains("WORKFLOW_FINISHED execution=") && logs.contains("success=true"),
+        "the run's summary line (PL-9) closes its log"
+    );
+    assert!(
         logs.contains("visible-ticket-42"),
         "non-secret metadata stays visible"
     );

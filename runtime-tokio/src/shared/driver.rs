@@ -291,6 +291,12 @@ impl<C: ControlPoint + 'static> Driver<C> {
                 ),
             }
         }
+        // PL-9 summary lines, after on_finish so they close the run's protocol log.
+        if tracing::enabled!(target: "a2at::protocol", tracing::Level::INFO) {
+            for line in a2at_core::protolog::summary_lines(&result) {
+                tracing::info!(target: "a2at::protocol", "{line}");
+            }
+        }
         let close = stamp_event(Event::new(EventType::Close, serde_json::json!({})));
         self.deliver(&close);
         result
