@@ -29,6 +29,9 @@ use super::transport::{HttpClient, describe};
 
 /// The default deadline of one discovery call, body included (DS-2, CF-13, CF-14).
 pub const DEFAULT_DISCOVERY_DEADLINE: Duration = Duration::from_secs(30);
+/// The default cap on one discovery response body: a card list or a workflow is far smaller,
+/// and a hostile or broken center must not be able to exhaust memory.
+pub const DEFAULT_MAX_DISCOVERY_BODY_BYTES: usize = 16 * 1024 * 1024;
 /// Redirects followed per call before giving up.
 pub const MAX_REDIRECTS: usize = 10;
 
@@ -49,6 +52,14 @@ pub enum DiscoveryError {
         url: String,
         /// What was wrong.
         message: String,
+    },
+    /// The response body is larger than the configured cap; it was not read further.
+    #[error("{url}: response body larger than {limit} bytes")]
+    TooLarge {
+        /// The URL as logged.
+        url: String,
+        /// The cap in force.
+        limit: usize,
     },
     /// No complete response within the deadline (DS-2).
     #[error("{url}: no complete response within {deadline:?}")]
@@ -103,6 +114,7 @@ impl DiscoveryError {
 struct Fetcher {
     client: HttpClient,
     deadline: Duration,
+    max_body_bytes: usize,
     log: LogConfig,
     /// The `agent` field of protocol entries (`registry` or `psop`).
     label: &'static str,
@@ -228,13 +240,22 @@ impl Fetcher {
             .get(http::header::CONTENT_TYPE)
             .and_then(|v| v.to_str().ok())
             .map(str::to_owned);
-        let body = body
+        let body = http_body_util::Limited::new(body, self.max_body_bytes)
             .collect()
             .await
-            .map_err(|e| DiscoveryError::Transport {
-                url: req.log_url.clone(),
-                kind: TransportErrorKind::Io,
-                message: describe(&e),
+            .map_err(|e| {
+                if e.is::<http_body_util::LengthLimitError>() {
+                    DiscoveryError::TooLarge {
+                        url: req.log_url.clone(),
+                        limit: self.max_body_bytes,
+                    }
+                } else {
+                    DiscoveryError::Transport {
+                        url: req.log_url.clone(),
+                        kind: TransportErrorKind::Io,
+                        message: describe(&*e),
+                    }
+                }
             })?
             .to_bytes();
         if tracing::enabled!(target: "a2at::protocol", tracing::Level::DEBUG) {
@@ -280,6 +301,7 @@ fn response_error(url: String) -> impl FnOnce(core_discovery::DiscoveryError) ->
 struct Settings {
     tls: TlsConfig,
     deadline: Duration,
+    max_body_bytes: usize,
     http: Option<HttpClient>,
     log: Option<LogConfig>,
 }
@@ -289,6 +311,7 @@ impl Default for Settings {
         Settings {
             tls: TlsConfig::default(),
             deadline: DEFAULT_DISCOVERY_DEADLINE,
+            max_body_bytes: DEFAULT_MAX_DISCOVERY_BODY_BYTES,
             http: None,
             log: None,
         }
@@ -299,6 +322,9 @@ impl Settings {
     fn fetcher(self, label: &'static str) -> Result<Fetcher, DiscoveryError> {
         if self.deadline.is_zero() {
             return Err(DiscoveryError::Config("the deadline must be positive"));
+        }
+        if self.max_body_bytes == 0 {
+            return Err(DiscoveryError::Config("the body cap must be positive"));
         }
         if self.tls.insecure_skip_chain_verification {
             tracing::warn!(
@@ -316,6 +342,7 @@ impl Settings {
         Ok(Fetcher {
             client,
             deadline: self.deadline,
+            max_body_bytes: self.max_body_bytes,
             log,
             label,
         })
@@ -337,6 +364,13 @@ macro_rules! settings_setters {
             /// 30 s; must be positive).
             pub fn deadline(mut self, deadline: Duration) -> Self {
                 self.settings.deadline = deadline;
+                self
+            }
+
+            /// The largest response body accepted (default 16 MiB; must be positive). A larger
+            /// one fails the call with [`DiscoveryError::TooLarge`].
+            pub fn max_body_bytes(mut self, limit: usize) -> Self {
+                self.settings.max_body_bytes = limit;
                 self
             }
 

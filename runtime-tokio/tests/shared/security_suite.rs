@@ -481,6 +481,32 @@ pub fn access_tokens_never_reach_the_logs_or_the_errors() {
 }
 
 #[test]
+pub fn an_oversized_answer_is_a_typed_error_not_a_memory_sink() {
+    let cards: Vec<Value> = (0..200)
+        .map(|i| json!({"name": format!("agent-{i}"), "padding": "x".repeat(200)}))
+        .collect();
+    let center = fake_center(move |_| Reply::Json(200, json!({"agentCards": cards})));
+    let registry = RegistryClient::builder(&center.url)
+        .max_body_bytes(4096)
+        .build()
+        .unwrap();
+    let e = block_on(registry.fetch_agent_cards()).unwrap_err();
+    assert!(
+        matches!(e, DiscoveryError::TooLarge { limit: 4096, .. }),
+        "{e:?}"
+    );
+    assert!(
+        matches!(
+            RegistryClient::builder(&center.url)
+                .max_body_bytes(0)
+                .build(),
+            Err(DiscoveryError::Config(_))
+        ),
+        "a zero cap is a configuration error"
+    );
+}
+
+#[test]
 pub fn a_center_that_never_answers_hits_the_configured_deadline() {
     let center = fake_center(|_| Reply::Hang);
     let registry = RegistryClient::builder(&center.url)
