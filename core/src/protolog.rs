@@ -823,6 +823,34 @@ pub fn format_login_response(
     )
 }
 
+/// The login response body with the token masked wherever it appears, before it is rendered for
+/// the log (AU-14). A JSON body is decoded first, so every string equal to the token is masked
+/// however it was escaped on the wire, and a body cap cannot cut the token and leave a prefix;
+/// any other body has the token's raw text replaced.
+pub fn mask_login_token(body: &[u8], token: &str) -> Vec<u8> {
+    use serde_json::Value;
+    fn walk(v: &mut Value, token: &str) {
+        match v {
+            Value::String(s) if s == token => *s = MASK.to_owned(),
+            Value::Array(items) => items.iter_mut().for_each(|i| walk(i, token)),
+            Value::Object(map) => map.values_mut().for_each(|i| walk(i, token)),
+            _ => {}
+        }
+    }
+    if token.is_empty() {
+        return body.to_vec();
+    }
+    match serde_json::from_slice::<Value>(body) {
+        Ok(mut v) => {
+            walk(&mut v, token);
+            serde_json::to_vec(&v).unwrap_or_default()
+        }
+        Err(_) => String::from_utf8_lossy(body)
+            .replace(token, MASK)
+            .into_bytes(),
+    }
+}
+
 // ------------------------------------------------------------------------------------------
 // Summary lines (PL-9)
 // ------------------------------------------------------------------------------------------

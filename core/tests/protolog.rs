@@ -526,3 +526,18 @@ fn summary_lines_name_failures_skipped_steps_and_the_end_without_secrets() {
         "{lines:#?}"
     );
 }
+
+#[test]
+fn a_login_token_is_masked_however_it_is_escaped_and_wherever_it_sits() {
+    // `\/` and `\u0041` are valid JSON escapes of `/` and `A`: the raw text never matches.
+    let body = br#"{"data":{"jwt":"tok\/en\u0041-1"},"copy":["tok/enA-1"],"other":"kept"}"#;
+    let masked = String::from_utf8(mask_login_token(body, "tok/enA-1")).unwrap();
+    assert!(!masked.contains("tok"), "{masked}");
+    assert!(masked.contains("kept"), "{masked}");
+    let text = mask_login_token(b"token=tok/enA-1; ok", "tok/enA-1");
+    assert_eq!(
+        String::from_utf8(text).unwrap(),
+        format!("token={MASK}; ok")
+    );
+    assert_eq!(mask_login_token(b"{}", ""), b"{}");
+}

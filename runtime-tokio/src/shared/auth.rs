@@ -157,12 +157,16 @@ async fn login(
         .to_bytes();
     let token = parse_login_response(status, &body, &pending.token_field);
     if logging {
+        let shown = match &token {
+            Ok(t) => protolog::mask_login_token(&body, t.value.expose()),
+            Err(_) => body.to_vec(),
+        };
         let mut entry = protolog::format_login_response(
             agent,
             &pending.scheme,
             status,
             content_type.as_deref(),
-            &body,
+            &shown,
             log,
         );
         // The token may sit under a custom `token_field` that no redaction rule names.
