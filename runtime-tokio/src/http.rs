@@ -152,6 +152,7 @@ mod tests {
 
     #[tokio::test]
     async fn body_frames_are_delivered_as_they_arrive_with_auth_headers_added() {
+        let _turn = one_at_a_time().await;
         let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
         let url = format!("http://{}/rpc", listener.local_addr().unwrap());
         let (go_on, wait) = oneshot::channel::<()>();
@@ -209,6 +210,7 @@ mod tests {
 
     #[tokio::test]
     async fn an_auth_hook_failure_and_a_refused_connection_are_typed() {
+        let _turn = one_at_a_time().await;
         let hook: AuthHook = Arc::new(|_| Err("no credentials for a".into()));
         let (tx, mut rx) = mpsc::channel(4);
         transport(Some(hook))
@@ -233,6 +235,14 @@ mod tests {
         };
         assert_eq!(error.kind, TransportErrorKind::Connect);
         assert_eq!(t.client.requests_sent(), 1);
+    }
+
+    /// Taken by every test here. tracing caches each callsite's interest; a test that first hits
+    /// a transport callsite while another installs its capturing subscriber can leave that
+    /// callsite switched off for the capture (seen about once in 30 runs), so they take turns.
+    async fn one_at_a_time() -> tokio::sync::MutexGuard<'static, ()> {
+        static TURN: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
+        TURN.lock().await
     }
 
     /// Serves one response made of `head` then `chunks` (chunked encoding), then closes.
@@ -294,6 +304,7 @@ mod tests {
 
     #[tokio::test]
     async fn a_secret_split_across_chunks_is_still_masked_in_the_log() {
+        let _turn = one_at_a_time().await;
         let url = chunked_server(
             "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ntransfer-encoding: chunked\r\n\r\n",
             vec![
@@ -310,6 +321,7 @@ mod tests {
 
     #[tokio::test]
     async fn sse_events_are_logged_whole_oversized_ones_dropped_and_interruptions_labelled() {
+        let _turn = one_at_a_time().await;
         // One event over the cap arriving whole, then one arriving in two chunks.
         let big = format!("data: {{\"blob\": \"{}\"}}\n\n", "x".repeat(3000));
         let big_head = format!("data: {{\"blob\": \"{}", "y".repeat(2000));
@@ -342,6 +354,7 @@ mod tests {
 
     #[tokio::test]
     async fn aborting_an_exchange_drops_its_connection() {
+        let _turn = one_at_a_time().await;
         let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
         let url = format!("http://{}/stream", listener.local_addr().unwrap());
         let server = tokio::spawn(async move {
@@ -370,6 +383,7 @@ mod tests {
 
     #[tokio::test]
     async fn https_is_tls_and_a_broken_handshake_is_a_tls_failure() {
+        let _turn = one_at_a_time().await;
         let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
         let url = format!("https://{}/x", listener.local_addr().unwrap());
         tokio::spawn(async move {

@@ -13,10 +13,9 @@ use a2at_core::auth::{
     parse_login_response, plan_auth,
 };
 use a2at_core::protolog::{self, LogConfig};
-use bytes::Bytes;
-use http_body_util::{BodyExt, Full};
+use http_body_util::BodyExt;
 
-use super::transport::HttpClient;
+use super::transport::{HttpClient, build_request, header_text};
 
 /// The authentication plans of an engine's agents and its token cache.
 pub(crate) struct Authenticator {
@@ -133,22 +132,11 @@ async fn login(
         tracing::debug!(target: "a2at::protocol", "{}", protolog::format_login_request(agent, &pending.scheme, req, log));
     }
     let method = http::Method::from_bytes(req.method.as_bytes()).map_err(|e| e.to_string())?;
-    let mut builder = http::Request::builder()
-        .method(method)
-        .uri(req.url.as_str());
-    for (name, value) in &req.headers {
-        builder = builder.header(name.as_str(), value.as_str());
-    }
-    let request = builder
-        .body(Full::new(Bytes::from(req.body.clone())))
+    let request = build_request(method, &req.url, &req.headers, req.body.clone())
         .map_err(|e| e.to_string())?;
     let response = client.send(request).await.map_err(|(_, message)| message)?;
     let status = response.status().as_u16();
-    let content_type = response
-        .headers()
-        .get(http::header::CONTENT_TYPE)
-        .and_then(|v| v.to_str().ok())
-        .map(str::to_owned);
+    let content_type = header_text(response.headers(), http::header::CONTENT_TYPE);
     let body = response
         .into_body()
         .collect()
@@ -161,7 +149,7 @@ async fn login(
             Ok(t) => protolog::mask_login_token(&body, t.value.expose()),
             Err(_) => body.to_vec(),
         };
-        let mut entry = protolog::format_login_response(
+        let entry = protolog::format_login_response(
             agent,
             &pending.scheme,
             status,
@@ -169,12 +157,6 @@ async fn login(
             &shown,
             log,
         );
-        // The token may sit under a custom `token_field` that no redaction rule names.
-        if let Ok(t) = &token {
-            if !t.value.expose().is_empty() {
-                entry = entry.replace(t.value.expose(), protolog::MASK);
-            }
-        }
         tracing::debug!(target: "a2at::protocol", "{entry}");
     }
     token.map_err(|e| e.to_string())

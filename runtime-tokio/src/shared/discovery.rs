@@ -20,12 +20,14 @@ use a2at_core::io::TransportErrorKind;
 use a2at_core::protolog::{self, Channel, LogConfig, LogContext};
 use a2at_core::workflow::ValidatedWorkflow;
 use bytes::Bytes;
-use http_body_util::{BodyExt, Full};
+use http_body_util::BodyExt;
 use serde_json::Value;
 
 use super::engine::EngineError;
 use super::tls::TlsConfig;
-use super::transport::{HttpClient, describe};
+use super::transport::{
+    HttpClient, build_request, describe, header_pairs, header_text, http_method,
+};
 
 /// The default deadline of one discovery call, body included (DS-2, CF-13, CF-14).
 pub const DEFAULT_DISCOVERY_DEADLINE: Duration = Duration::from_secs(30);
@@ -194,23 +196,17 @@ impl Fetcher {
             let entry = entry.replacen("access_token=***", "access_token=<anonymous>", 1);
             tracing::debug!(target: "a2at::protocol", "{entry}");
         }
-        let method = match req.method {
-            HttpMethod::Get => http::Method::GET,
-            HttpMethod::Post => http::Method::POST,
-        };
-        let mut builder = http::Request::builder()
-            .method(method)
-            .uri(req.url.as_str());
-        for (name, value) in &req.headers {
-            builder = builder.header(name.as_str(), value.as_str());
-        }
-        let request = builder
-            .body(Full::new(Bytes::from(req.body.clone())))
-            .map_err(|e| DiscoveryError::Request {
-                url: req.log_url.clone(),
-                // The http crate's message never repeats the URL.
-                message: e.to_string(),
-            })?;
+        let request = build_request(
+            http_method(req.method),
+            &req.url,
+            &req.headers,
+            req.body.clone(),
+        )
+        .map_err(|e| DiscoveryError::Request {
+            url: req.log_url.clone(),
+            // The http crate's message never repeats the URL.
+            message: e.to_string(),
+        })?;
         let response = self.client.send(request).await.map_err(|(kind, message)| {
             DiscoveryError::Transport {
                 url: req.log_url.clone(),
@@ -220,26 +216,9 @@ impl Fetcher {
         })?;
         let (parts, body) = response.into_parts();
         let status = parts.status.as_u16();
-        let headers: Vec<(String, String)> = parts
-            .headers
-            .iter()
-            .map(|(n, v)| {
-                (
-                    n.as_str().to_owned(),
-                    String::from_utf8_lossy(v.as_bytes()).into_owned(),
-                )
-            })
-            .collect();
-        let location = parts
-            .headers
-            .get(http::header::LOCATION)
-            .and_then(|v| v.to_str().ok())
-            .map(str::to_owned);
-        let content_type = parts
-            .headers
-            .get(http::header::CONTENT_TYPE)
-            .and_then(|v| v.to_str().ok())
-            .map(str::to_owned);
+        let headers = header_pairs(&parts.headers);
+        let location = header_text(&parts.headers, http::header::LOCATION);
+        let content_type = header_text(&parts.headers, http::header::CONTENT_TYPE);
         let body = http_body_util::Limited::new(body, self.max_body_bytes)
             .collect()
             .await

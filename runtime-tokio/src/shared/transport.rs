@@ -159,19 +159,19 @@ impl Transport {
             let _ = tx.send(fail(TransportErrorKind::Auth, e.to_string())).await;
             return;
         }
-        let extra: Vec<(String, String)> = Vec::new();
         // Protocol log at the real boundary (PL-1): the request as sent, auth headers included,
         // always redacted. Built only when the `a2at::protocol` target is enabled at DEBUG.
         let log = protocol_log_enabled().then(|| {
             let mut sent = req.clone();
-            sent.headers.extend(extra.iter().cloned());
             a2at_core::auth::mask_applied(&mut sent, &material, &provided, &url_before);
             tracing::debug!(target: "a2at::protocol", "{}", protolog::format_request(&sent, Channel::Task, &self.log));
             LogContext::of(&sent, Channel::Task)
         });
-        let request = match build_request(req, extra) {
+        let request = match build_request(http_method(req.method), &req.url, &req.headers, req.body)
+        {
             Ok(r) => r,
-            Err(message) => {
+            Err(e) => {
+                let message = format!("cannot build the HTTP request: {e}");
                 let _ = tx.send(fail(TransportErrorKind::Other, message)).await;
                 return;
             }
@@ -185,21 +185,8 @@ impl Transport {
             }
         };
         let (parts, mut body) = response.into_parts();
-        let headers: Vec<(String, String)> = parts
-            .headers
-            .iter()
-            .map(|(n, v)| {
-                (
-                    n.as_str().to_owned(),
-                    String::from_utf8_lossy(v.as_bytes()).into_owned(),
-                )
-            })
-            .collect();
-        let content_type = parts
-            .headers
-            .get(http::header::CONTENT_TYPE)
-            .and_then(|v| v.to_str().ok())
-            .map(str::to_owned);
+        let headers = header_pairs(&parts.headers);
+        let content_type = header_text(&parts.headers, http::header::CONTENT_TYPE);
         let mut body_log = log.map(|ctx| {
             tracing::debug!(target: "a2at::protocol", "{}", protolog::format_response_head(&ctx, parts.status.as_u16(), &headers, &self.log));
             BodyLog::new(ctx, content_type.clone(), self.log)
@@ -387,23 +374,50 @@ fn frame_end(buf: &[u8]) -> Option<(usize, usize)> {
     }
 }
 
-fn build_request(
-    req: HttpRequest,
-    extra: Vec<(String, String)>,
-) -> Result<http::Request<Full<Bytes>>, String> {
-    let method = match req.method {
+/// The `http` method of an engine request.
+pub(crate) fn http_method(method: HttpMethod) -> http::Method {
+    match method {
         HttpMethod::Get => http::Method::GET,
         HttpMethod::Post => http::Method::POST,
-    };
-    let mut builder = http::Request::builder()
-        .method(method)
-        .uri(req.url.as_str());
-    for (name, value) in req.headers.iter().chain(extra.iter()) {
+    }
+}
+
+/// One outgoing request for every sender (task traffic, logins, discovery).
+pub(crate) fn build_request(
+    method: http::Method,
+    url: &str,
+    headers: &[(String, String)],
+    body: Vec<u8>,
+) -> Result<http::Request<Full<Bytes>>, http::Error> {
+    let mut builder = http::Request::builder().method(method).uri(url);
+    for (name, value) in headers {
         builder = builder.header(name.as_str(), value.as_str());
     }
-    builder
-        .body(Full::new(Bytes::from(req.body)))
-        .map_err(|e| format!("cannot build the HTTP request: {e}"))
+    builder.body(Full::new(Bytes::from(body)))
+}
+
+/// Response headers as the core and the protocol log take them (values read lossily).
+pub(crate) fn header_pairs(headers: &http::HeaderMap) -> Vec<(String, String)> {
+    headers
+        .iter()
+        .map(|(n, v)| {
+            (
+                n.as_str().to_owned(),
+                String::from_utf8_lossy(v.as_bytes()).into_owned(),
+            )
+        })
+        .collect()
+}
+
+/// One header's value, when it is present and readable.
+pub(crate) fn header_text(
+    headers: &http::HeaderMap,
+    name: http::header::HeaderName,
+) -> Option<String> {
+    headers
+        .get(name)
+        .and_then(|v| v.to_str().ok())
+        .map(str::to_owned)
 }
 
 /// The error with its source chain, for logs (hyper errors carry no request data).
