@@ -267,26 +267,8 @@ mod tests {
 
     /// Runs one exchange to its end with a capturing subscriber; returns the logs.
     async fn logged_exchange(url: String, max_body_chars: usize) -> String {
-        use std::io::Write;
-        #[derive(Clone, Default)]
-        struct Sink(Arc<std::sync::Mutex<Vec<u8>>>);
-        impl Write for Sink {
-            fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-                self.0.lock().unwrap().extend_from_slice(buf);
-                Ok(buf.len())
-            }
-            fn flush(&mut self) -> std::io::Result<()> {
-                Ok(())
-            }
-        }
-        let sink = Sink::default();
-        let writer = sink.clone();
-        let subscriber = tracing_subscriber::fmt()
-            .with_max_level(tracing::Level::TRACE)
-            .with_writer(move || writer.clone())
-            .with_ansi(false)
-            .finish();
-        let _guard = tracing::subscriber::set_default(subscriber);
+        let sink = a2at_tests::capture::SharedBuffer::default();
+        let _guard = tracing::subscriber::set_default(a2at_tests::capture::log_subscriber(&sink));
         let mut t = transport(None);
         t.log.max_body_chars = max_body_chars;
         let (tx, mut rx) = mpsc::channel(64);
@@ -299,7 +281,7 @@ mod tests {
                 break;
             }
         }
-        String::from_utf8(sink.0.lock().unwrap().clone()).unwrap()
+        sink.text()
     }
 
     #[tokio::test]

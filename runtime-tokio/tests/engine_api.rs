@@ -8,6 +8,7 @@ use a2at_core::a2at::{NEGOTIATION_T_URI, Performative, context_of};
 use a2at_core::host::{MessageContent, NegotiationReply, TaskStatus, codes};
 use a2at_core::run::RunStart;
 use a2at_core::workflow::{ValidatedWorkflow, parse_and_validate};
+use a2at_tests::capture::SharedBuffer;
 use a2at_tests::loopback::LoopbackServer;
 use a2at_tests::{Plan, ScriptedAgent};
 use a2at_tokio::{BuiltControlPoint, ControlPointBuilder, Engine, EngineError};
@@ -236,26 +237,10 @@ fn a_tls_policy_that_cannot_be_built_is_an_error_never_a_fallback() {
     assert!(HttpClient::with_tls(&TlsConfig::default()).is_ok());
 }
 
-/// A trace writer the test can read back.
-#[derive(Clone, Default)]
-struct SharedBuffer(Arc<std::sync::Mutex<Vec<u8>>>);
-
-impl std::io::Write for SharedBuffer {
-    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        self.0.lock().expect("buffer").extend_from_slice(buf);
-        Ok(buf.len())
-    }
-    fn flush(&mut self) -> std::io::Result<()> {
-        Ok(())
-    }
-}
-
-impl SharedBuffer {
-    fn header(&self) -> Value {
-        let bytes = self.0.lock().expect("buffer").clone();
-        let text = String::from_utf8(bytes).expect("utf-8 trace");
-        serde_json::from_str(text.lines().next().expect("a header line")).expect("json header")
-    }
+/// The header line of a recorded trace.
+fn trace_header(trace: &SharedBuffer) -> Value {
+    let text = trace.text();
+    serde_json::from_str(text.lines().next().expect("a header line")).expect("json header")
 }
 
 #[tokio::test]
@@ -273,7 +258,7 @@ async fn events_are_built_only_when_someone_can_see_them() {
         .execute()
         .await;
     assert!(result.success, "{:?}", result.error);
-    assert_eq!(quiet.header()["config"]["events"], json!([]));
+    assert_eq!(trace_header(&quiet)["config"]["events"], json!([]));
 
     // With a sink, every event is built and delivered.
     let seen = Arc::new(std::sync::Mutex::new(Vec::new()));
@@ -286,7 +271,7 @@ async fn events_are_built_only_when_someone_can_see_them() {
         .execute()
         .await;
     assert_eq!(watched_result.history.len(), result.history.len());
-    assert!(watched.header()["config"].get("events").is_none());
+    assert!(trace_header(&watched)["config"].get("events").is_none());
     let kinds = seen.lock().expect("events").clone();
     assert!(kinds.contains(&EventType::StepStart), "{kinds:?}");
     assert!(kinds.contains(&EventType::Complete), "{kinds:?}");

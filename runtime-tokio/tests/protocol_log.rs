@@ -1,10 +1,10 @@
 //! The protocol log observes the real transport boundary (auth headers included) and never shows
 //! a secret, at any level.
 
-use std::io::Write;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
 use a2at_tests::ScriptedAgent;
+use a2at_tests::capture::{SharedBuffer, log_subscriber};
 use a2at_tests::loopback::LoopbackServer;
 use a2at_tokio::core::host::MessageContent;
 use a2at_tokio::core::run::RunStart;
@@ -12,29 +12,10 @@ use a2at_tokio::core::workflow::parse_and_validate;
 use a2at_tokio::{ControlPointBuilder, Engine};
 use serde_json::json;
 
-#[derive(Clone, Default)]
-struct Captured(Arc<Mutex<Vec<u8>>>);
-
-impl Write for Captured {
-    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        self.0.lock().unwrap().extend_from_slice(buf);
-        Ok(buf.len())
-    }
-    fn flush(&mut self) -> std::io::Result<()> {
-        Ok(())
-    }
-}
-
 #[test]
 fn planted_secrets_never_reach_the_protocol_log() {
-    let captured = Captured::default();
-    let writer = captured.clone();
-    let subscriber = tracing_subscriber::fmt()
-        .with_max_level(tracing::Level::TRACE)
-        .with_writer(move || writer.clone())
-        .with_ansi(false)
-        .finish();
-    let _guard = tracing::subscriber::set_default(subscriber);
+    let captured = SharedBuffer::default();
+    let _guard = tracing::subscriber::set_default(log_subscriber(&captured));
 
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
@@ -64,7 +45,7 @@ fn planted_secrets_never_reach_the_protocol_log() {
         assert!(result.success, "{:?}", result.error);
     });
 
-    let logs = String::from_utf8(captured.0.lock().unwrap().clone()).unwrap();
+    let logs = captured.text();
     assert!(
         logs.contains(">>> REQUEST POST"),
         "the request is logged:\n{logs}"

@@ -4,6 +4,7 @@
 #![warn(missing_docs)]
 
 pub mod agent;
+pub mod capture;
 pub mod conformance;
 #[cfg(feature = "fuzzing")]
 pub mod fuzz_bodies;

@@ -424,27 +424,7 @@ pub fn psop_load_and_search_send_the_token_and_parse_the_answers() {
 
 /// Captures everything logged on this thread, at every level.
 fn capture<T>(f: impl FnOnce() -> T) -> (T, String) {
-    #[derive(Clone, Default)]
-    struct Sink(Arc<Mutex<Vec<u8>>>);
-    impl Write for Sink {
-        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-            self.0.lock().unwrap().extend_from_slice(buf);
-            Ok(buf.len())
-        }
-        fn flush(&mut self) -> std::io::Result<()> {
-            Ok(())
-        }
-    }
-    let sink = Sink::default();
-    let writer = sink.clone();
-    let subscriber = tracing_subscriber::fmt()
-        .with_max_level(tracing::Level::TRACE)
-        .with_writer(move || writer.clone())
-        .with_ansi(false)
-        .finish();
-    let out = tracing::subscriber::with_default(subscriber, f);
-    let logs = String::from_utf8(sink.0.lock().unwrap().clone()).unwrap();
-    (out, logs)
+    a2at_tests::capture::capture_logs(f)
 }
 
 #[test]

@@ -4,26 +4,12 @@
 
 use std::sync::Arc;
 
+use a2at_tests::capture::SharedBuffer;
 use a2at_tests::conformance::{Driver, Execution, Scenario, ScriptedControlPoint};
 use a2at_tests::loopback::LoopbackServer;
 
 use super::rt::{Engine, SeedSource};
 use super::{NAME, block_on, sleep};
-
-/// An in-memory trace sink shared with the driver task.
-#[derive(Clone, Default)]
-struct SharedBuffer(Arc<std::sync::Mutex<Vec<u8>>>);
-
-impl std::io::Write for SharedBuffer {
-    fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
-        self.0.lock().unwrap().extend_from_slice(bytes);
-        Ok(bytes.len())
-    }
-
-    fn flush(&mut self) -> std::io::Result<()> {
-        Ok(())
-    }
-}
 
 /// Runs scenarios on the engine over loopback HTTP.
 pub struct EngineDriver;
@@ -54,7 +40,7 @@ impl Driver for EngineDriver {
         });
         // Thinness: the trace this runtime recorded replays through a fresh core to exactly the
         // outputs the runtime carried out.
-        let text = String::from_utf8(trace.0.lock().unwrap().clone()).expect("utf-8 trace");
+        let text = trace.text();
         let parsed = a2at_core::trace::parse_trace(&text).expect("the recorded trace parses");
         if let Err(divergence) = a2at_core::trace::replay(&parsed) {
             panic!("{NAME}: the recorded trace does not replay: {divergence}");
