@@ -91,6 +91,27 @@ pub fn with_access_token(url: &str, token: Option<&Secret>) -> (String, String) 
     }
 }
 
+/// The logged form of a discovery URL, e.g. one taken from a redirect: an `access_token`
+/// query value reads `<anonymous>` (DS-9) and every other secret is masked as everywhere else.
+pub fn log_url(url: &str) -> String {
+    let (before_frag, frag) = url.split_at(url.find('#').unwrap_or(url.len()));
+    let with_placeholder = match before_frag.split_once('?') {
+        None => url.to_owned(),
+        Some((base, query)) => {
+            let query = query
+                .split('&')
+                .map(|pair| match pair.split_once('=') {
+                    Some(("access_token", _)) => format!("access_token={ANONYMOUS}"),
+                    _ => pair.to_owned(),
+                })
+                .collect::<Vec<_>>()
+                .join("&");
+            format!("{base}?{query}{frag}")
+        }
+    };
+    crate::protolog::redact_url(&with_placeholder)
+}
+
 fn get(url: String, log_url: String) -> DiscoveryRequest {
     DiscoveryRequest {
         method: HttpMethod::Get,

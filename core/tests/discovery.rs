@@ -172,3 +172,20 @@ fn psop_search_results() {
         Err(DiscoveryError::Shape(_))
     ));
 }
+
+#[test]
+fn a_redirect_url_is_logged_with_the_token_anonymous_and_other_secrets_masked() {
+    let logged = log_url("https://center.example/psop?access_token=TOKEN-1&api_key=KEY-2&q=x#top");
+    assert_eq!(
+        logged,
+        "https://center.example/psop?access_token=<anonymous>&api_key=***&q=x#top"
+    );
+    assert_eq!(
+        log_url("https://center.example/cards"),
+        "https://center.example/cards"
+    );
+    // The placeholder written by `with_access_token` survives the generic URL redaction.
+    let (_, log) = with_access_token("https://c.example/x", Some(&Secret::new("T-3")));
+    assert_eq!(a2at_core::protolog::redact_url(&log), log);
+    assert!(!log.contains("T-3"));
+}

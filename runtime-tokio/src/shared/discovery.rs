@@ -168,7 +168,7 @@ impl Fetcher {
                 req.headers
                     .retain(|(n, _)| !n.eq_ignore_ascii_case("content-type"));
             }
-            req.log_url = logged_url(&next);
+            req.log_url = core_discovery::log_url(&next);
             req.url = next;
         }
         Err(DiscoveryError::Redirect {
@@ -192,8 +192,6 @@ impl Fetcher {
                 &req.body,
                 &self.log,
             );
-            // `redact_url` masks the query value; DS-9 names it `<anonymous>`.
-            let entry = entry.replacen("access_token=***", "access_token=<anonymous>", 1);
             tracing::debug!(target: "a2at::protocol", "{entry}");
         }
         let request = build_request(
@@ -264,11 +262,6 @@ fn resolve_location(base: &str, location: &str) -> Option<String> {
         uri.scheme_str()?,
         uri.authority()?
     ))
-}
-
-/// The logged form of a URL taken from a redirect: secret query values masked.
-fn logged_url(url: &str) -> String {
-    protolog::redact_url(url).replacen("access_token=***", "access_token=<anonymous>", 1)
 }
 
 fn response_error(url: String) -> impl FnOnce(core_discovery::DiscoveryError) -> DiscoveryError {
