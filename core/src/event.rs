@@ -50,6 +50,10 @@ pub enum EventType {
     NegotiationResolved,
     /// A local negotiation failure: `{agent, step, subtask_index, exchange, errorType, error}`.
     NegotiationFailed,
+    /// A fault of the network or the agent is retried: `{agent, step, subtask_index, taskId,
+    /// attempt, reason, action, delay_ms}` (`action`: `resend`, `resubscribe`, `get_task` or
+    /// `list_tasks`).
+    AgentRetry,
     /// A failure: step failure `{step, results, error, errorCode}`, or run failure `{error, errorCode, history, step_outputs}`.
     Error,
     /// Reserved; never emitted on the workflow stream.
@@ -82,6 +86,7 @@ impl EventType {
             EventType::NegotiationRequest => "negotiation_request",
             EventType::NegotiationResolved => "negotiation_resolved",
             EventType::NegotiationFailed => "negotiation_failed",
+            EventType::AgentRetry => "agent_retry",
             EventType::Error => "error",
             EventType::AuthorizationRequest => "authorization_request",
             EventType::AuthorizationResolved => "authorization_resolved",

@@ -130,6 +130,8 @@ pub enum OpPurpose {
     Poll,
     /// `SubscribeToTask` after a stream was cut.
     Resubscribe,
+    /// `ListTasks` by context id, to find the task of a send whose outcome is unknown.
+    Lookup,
     /// `CancelTask` cleanup of a known non-final remote task.
     Cancel,
 }

@@ -23,6 +23,8 @@ pub(crate) enum TimerKey {
     Route(StepId, u32),
     /// Budget of one `CancelTask` cleanup exchange.
     Cleanup(OpId),
+    /// End of the backoff before a remote task's next retry.
+    Retry(TaskKey),
 }
 
 /// Who waits for a host call.

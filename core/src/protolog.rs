@@ -582,6 +582,7 @@ fn purpose_name(p: OpPurpose) -> &'static str {
         OpPurpose::Reply => "reply",
         OpPurpose::Poll => "poll",
         OpPurpose::Resubscribe => "resubscribe",
+        OpPurpose::Lookup => "lookup",
         OpPurpose::Cancel => "cancel",
     }
 }

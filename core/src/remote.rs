@@ -37,9 +37,9 @@ use std::collections::BTreeSet;
 use serde_json::{Value, json};
 
 use crate::a2a::{
-    A2aCall, Message, ReceivedMessage, ResponseAccumulator, ResponseDecoder, ResponseItem, Role,
-    SendMessageConfiguration, SendMessageRequest, StreamResponse, TaskState,
-    check_required_extensions, encode_call,
+    A2aCall, CallKind, Message, ProtocolError, ReceivedMessage, ResponseAccumulator,
+    ResponseDecoder, ResponseItem, Role, SendMessageConfiguration, SendMessageRequest,
+    StreamResponse, TaskState, check_required_extensions, encode_call,
 };
 use crate::a2at::{self, NegotiationContext, Performative};
 use crate::agents::{AgentDirectory, AgentEntry};
@@ -49,8 +49,9 @@ use crate::host::{
     NegotiationRequest, TaskExecutionResult, TaskRequest, TaskStatus, codes,
 };
 use crate::ids::{CallId, OpId, TaskKey};
-use crate::io::{Correlation, HttpRequest, OpPurpose, Output, TransportError};
+use crate::io::{Correlation, HttpRequest, OpPurpose, Output, TransportError, TransportErrorKind};
 use crate::machine::{CallOwner, Ctx, OpEntry, TimerKey, emit};
+use crate::retry::{self, MAX_ATTEMPTS};
 use crate::run::RunConfig;
 use crate::time::Timestamp;
 
@@ -63,6 +64,8 @@ enum Phase {
     Exchanging(OpId),
     /// Waiting for the next poll timer.
     Waiting,
+    /// Waiting for the backoff before the next retry.
+    Backoff(Recovery),
     /// Waiting for `on_negotiation`.
     Negotiating {
         call: CallId,
@@ -73,6 +76,61 @@ enum Phase {
     Done,
 }
 
+/// What the next retry does (see [`crate::retry`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Recovery {
+    /// Send the last message again, same `messageId`: it provably never reached the agent.
+    Resend,
+    /// Find the known task again: `SubscribeToTask` or `GetTask`.
+    Observe,
+    /// Look the task up by context id (`ListTasks`): the send's outcome is unknown.
+    Lookup,
+}
+
+/// Why an exchange did not deliver what it should have.
+#[derive(Debug)]
+enum Fault {
+    Transport(TransportErrorKind),
+    Rejected(ProtocolError),
+    Malformed(ProtocolError),
+    /// A stream ended before a final or interrupted state.
+    EndedEarly,
+}
+
+impl Fault {
+    fn reason(&self) -> String {
+        match self {
+            Fault::Transport(kind) => format!("transport.{}", transport_kind_name(*kind)),
+            Fault::Rejected(e) | Fault::Malformed(e) => match e.http_status {
+                Some(status) if !e.code.contains(&status.to_string()) => {
+                    format!("{} (HTTP {status})", e.code)
+                }
+                _ => e.code.clone(),
+            },
+            Fault::EndedEarly => "stream_ended".to_owned(),
+        }
+    }
+}
+
+fn transport_kind_name(kind: TransportErrorKind) -> &'static str {
+    match kind {
+        TransportErrorKind::Connect => "connect",
+        TransportErrorKind::Tls => "tls",
+        TransportErrorKind::Io => "io",
+        TransportErrorKind::Auth => "auth",
+        _ => "other",
+    }
+}
+
+/// The last message sent, kept so that a send that provably never reached the agent can go
+/// again unchanged.
+#[derive(Debug, Clone)]
+struct SentMessage {
+    message: Message,
+    extensions: Vec<String>,
+    purpose: OpPurpose,
+}
+
 /// Everything an invocation borrows from its run while it handles one input.
 pub(crate) struct Env<'a> {
     pub ctx: &'a mut Ctx,
@@ -81,6 +139,7 @@ pub(crate) struct Env<'a> {
 }
 
 /// A failure decided by the invocation.
+#[derive(Debug)]
 struct Failure {
     status: TaskStatus,
     code: String,
@@ -124,6 +183,19 @@ pub(crate) struct Invocation {
     last_context: Vec<(String, u32, u32)>,
     aborted: bool,
     pre_task: bool,
+    /// What the open exchange is: its call, why it was sent and how many events it delivered.
+    exchange_kind: CallKind,
+    exchange_purpose: OpPurpose,
+    exchange_events: usize,
+    last_send: Option<Box<SentMessage>>,
+    /// The agent rejected `SubscribeToTask` once: observe with `GetTask` from then on.
+    subscribe_unsupported: bool,
+    /// Faults retried since the last successful observation.
+    consecutive_faults: u32,
+    /// Every retry decision, reported in the error details when the subtask fails.
+    attempts: Vec<Value>,
+    /// The failure an unknown-outcome send gives when the task lookup does not find its task.
+    lookup_failure: Option<Box<Failure>>,
 }
 
 impl Invocation {
@@ -153,6 +225,14 @@ impl Invocation {
             last_context: Vec::new(),
             aborted: false,
             pre_task: false,
+            exchange_kind: CallKind::SendMessage,
+            exchange_purpose: OpPurpose::Send,
+            exchange_events: 0,
+            last_send: None,
+            subscribe_unsupported: false,
+            consecutive_faults: 0,
+            attempts: Vec::new(),
+            lookup_failure: None,
         }
     }
 
@@ -209,7 +289,198 @@ impl Invocation {
             ),
         )
         .with_details(json!({ "transport": error.kind, "message": error.message }));
-        self.conclude(Err(failure), env)
+        let step = self.recover(Fault::Transport(error.kind), failure, env);
+        self.conclude(step, env)
+    }
+
+    /// The backoff before a retry ended: carry the retry out.
+    pub fn on_retry_timer(&mut self, env: &mut Env<'_>) -> Option<TaskExecutionResult> {
+        let Phase::Backoff(recovery) = self.phase else {
+            return None;
+        };
+        let step = match recovery {
+            Recovery::Resend => match self.last_send.clone() {
+                Some(sent) => self
+                    .send_message(sent.message, &sent.extensions, sent.purpose, env)
+                    .map(|_| None),
+                None => Err(Failure::new(
+                    codes::REMOTE_NO_RESPONSE,
+                    "nothing to resend: no message was sent",
+                )),
+            },
+            Recovery::Observe => self.observe_again(env).map(|_| None),
+            Recovery::Lookup => {
+                let context_id = self.context_id.clone();
+                let call = A2aCall::ListTasks {
+                    context_id: &context_id,
+                    page_size: Some(10),
+                };
+                self.transmit(&call, OpPurpose::Lookup, &[], env)
+                    .map(|_| None)
+            }
+        };
+        self.conclude(step, env)
+    }
+
+    /// Opens the exchange that finds the known task again: `SubscribeToTask` when the agent
+    /// streams (and has not refused it), else `GetTask`.
+    fn observe_again(&mut self, env: &mut Env<'_>) -> Result<(), Failure> {
+        let Some(task_id) = self.remote_task_id.clone() else {
+            return Err(Failure::new(
+                codes::EMPTY_STREAM,
+                "nothing to observe: the agent created no task",
+            ));
+        };
+        let streaming = self.agent(env).is_some_and(|a| a.streaming);
+        if streaming && !self.subscribe_unsupported {
+            let call = A2aCall::SubscribeToTask { task_id: &task_id };
+            self.transmit(&call, OpPurpose::Resubscribe, &[], env)
+        } else {
+            let call = A2aCall::GetTask {
+                task_id: &task_id,
+                history_length: env.config.history_length,
+            };
+            self.transmit(&call, OpPurpose::Poll, &[], env)
+        }
+    }
+
+    /// Decides whether `fault` on the open exchange is retried (see [`crate::retry`]); returns
+    /// `failure` (what the fault gives without a retry policy) when it is not, or when the
+    /// policy or the budget is used up.
+    fn recover(&mut self, fault: Fault, failure: Failure, env: &mut Env<'_>) -> Step {
+        let recovery = self.recovery_for(&fault);
+        let failure = self.original_failure(failure);
+        let Some(recovery) = recovery else {
+            return Err(failure);
+        };
+        let retry_after = match &fault {
+            Fault::Rejected(e) => e.retry_after.as_deref().and_then(retry::retry_after),
+            _ => None,
+        };
+        if !self.schedule_retry(recovery, &fault, retry_after, env) {
+            return Err(failure);
+        }
+        if recovery == Recovery::Lookup {
+            self.lookup_failure = Some(Box::new(failure));
+        }
+        Ok(None)
+    }
+
+    /// The failure to report: an unknown-outcome send whose lookup failed reports the send's
+    /// own fault, not the lookup's.
+    fn original_failure(&mut self, failure: Failure) -> Failure {
+        if self.exchange_purpose == OpPurpose::Lookup {
+            if let Some(original) = self.lookup_failure.take() {
+                return *original;
+            }
+        }
+        failure
+    }
+
+    fn recovery_for(&self, fault: &Fault) -> Option<Recovery> {
+        let sending = matches!(self.exchange_purpose, OpPurpose::Send | OpPurpose::Reply);
+        let untouched = self.exchange_events == 0;
+        let follow = || {
+            if self.remote_task_id.is_some() {
+                Some(Recovery::Observe)
+            } else if sending || self.exchange_purpose == OpPurpose::Lookup {
+                Some(Recovery::Lookup)
+            } else {
+                None
+            }
+        };
+        match fault {
+            Fault::Transport(TransportErrorKind::Auth) => None,
+            Fault::Transport(TransportErrorKind::Connect | TransportErrorKind::Tls)
+                if sending && untouched =>
+            {
+                Some(Recovery::Resend)
+            }
+            Fault::Transport(_) | Fault::Malformed(_) | Fault::EndedEarly => follow(),
+            Fault::Rejected(e) => {
+                let status = e.http_status.unwrap_or(0);
+                let overloaded = status == 503 || status == 429;
+                if sending {
+                    (overloaded && untouched).then_some(Recovery::Resend)
+                } else if overloaded || (500..600).contains(&status) {
+                    follow()
+                } else {
+                    None
+                }
+            }
+        }
+    }
+
+    /// Counts one attempt and arms the backoff; `false` gives up: the policy or the budget is
+    /// used up.
+    fn schedule_retry(
+        &mut self,
+        recovery: Recovery,
+        fault: &Fault,
+        retry_after: Option<std::time::Duration>,
+        env: &mut Env<'_>,
+    ) -> bool {
+        let policy = env.config.retry;
+        let attempt = self.consecutive_faults + 1;
+        let at_ms = env.ctx.now.as_micros() / 1000;
+        let exchange = self.exchange_kind.method_name();
+        let allowed = policy.attempts.min(MAX_ATTEMPTS);
+        if attempt > allowed {
+            if allowed > 0 {
+                self.attempts.push(json!({
+                    "attempt": attempt, "atMs": at_ms, "exchange": exchange,
+                    "fault": fault.reason(), "next": "give_up",
+                    "why": format!("{allowed} consecutive retries used up"),
+                }));
+            }
+            return false;
+        }
+        let backoff = policy.delay(attempt, env.ctx.ids.next_u64());
+        let delay = retry_after.map_or(backoff, |r| r.max(backoff));
+        let at = env.ctx.now.saturating_add(delay);
+        if at >= self.deadline {
+            self.attempts.push(json!({
+                "attempt": attempt, "atMs": at_ms, "exchange": exchange,
+                "fault": fault.reason(), "next": "give_up",
+                "why": format!("a retry in {} ms would not start inside the task budget", delay.as_millis()),
+            }));
+            return false;
+        }
+        self.consecutive_faults = attempt;
+        let action = match recovery {
+            Recovery::Resend => "resend",
+            Recovery::Lookup => "list_tasks",
+            Recovery::Observe => {
+                let streaming = self.agent(env).is_some_and(|a| a.streaming);
+                if streaming && !self.subscribe_unsupported {
+                    "resubscribe"
+                } else {
+                    "get_task"
+                }
+            }
+        };
+        let delay_ms = u64::try_from(delay.as_millis()).unwrap_or(u64::MAX);
+        self.attempts.push(json!({
+            "attempt": attempt, "atMs": at_ms, "exchange": exchange,
+            "fault": fault.reason(), "next": action, "delayMs": delay_ms,
+        }));
+        emit!(
+            env.ctx,
+            EventType::AgentRetry,
+            json!({
+                "agent": self.request.agent_name,
+                "step": self.request.step_name,
+                "subtask_index": self.request.subtask_index,
+                "taskId": self.remote_task_id,
+                "attempt": attempt,
+                "reason": fault.reason(),
+                "action": action,
+                "delay_ms": delay_ms,
+            }),
+        );
+        self.phase = Phase::Backoff(recovery);
+        env.ctx.set_timer(TimerKey::Retry(self.key), at);
+        true
     }
 
     /// The poll timer fired: observe the task with `GetTask`.
@@ -337,7 +608,13 @@ impl Invocation {
         } else {
             A2aCall::SendMessage(&request)
         };
-        self.transmit(&call, purpose, extensions, env)
+        self.transmit(&call, purpose, extensions, env)?;
+        self.last_send = Some(Box::new(SentMessage {
+            message: request.message,
+            extensions: extensions.to_vec(),
+            purpose,
+        }));
+        Ok(())
     }
 
     fn transmit(
@@ -356,6 +633,9 @@ impl Invocation {
                 )
             })?;
         self.phase = Phase::Exchanging(op);
+        self.exchange_kind = call.kind();
+        self.exchange_purpose = purpose;
+        self.exchange_events = 0;
         Ok(())
     }
 
@@ -398,9 +678,21 @@ impl Invocation {
             return Ok(None);
         }
         let ends_here = items.iter().any(|i| matches!(i, ResponseItem::End { .. }));
+        if self.exchange_kind == CallKind::ListTasks {
+            return self.on_lookup_items(op, items, env);
+        }
         for item in items {
             match item {
                 ResponseItem::Event(event) => {
+                    self.exchange_events += 1;
+                    let observed = match self.exchange_kind {
+                        CallKind::GetTask => true,
+                        CallKind::SubscribeToTask => self.exchange_events > 1,
+                        _ => false,
+                    };
+                    if observed {
+                        self.consecutive_faults = 0;
+                    }
                     self.observe(&event, env)?;
                     if let Some(step) = self.decide(&event, env) {
                         // The decision may have opened a new exchange; this one is finished.
@@ -412,25 +704,86 @@ impl Invocation {
                         return step;
                     }
                 }
-                ResponseItem::Rejected(error) | ResponseItem::Malformed(error) => {
-                    env.ctx.ops.remove(&op);
-                    if !ends_here {
-                        env.ctx.push(Output::AbortTransmit { op });
-                    }
-                    let details = json!({
-                        "httpStatus": error.http_status,
-                        "rpcCode": error.rpc_code,
-                        "reason": error.reason,
-                        "details": error.details,
-                        "retryAfter": error.retry_after,
-                    });
-                    return Err(
-                        Failure::new(&error.code, error.message.clone()).with_details(details)
-                    );
+                ResponseItem::Rejected(error) => {
+                    return self.on_error_item(op, error, true, ends_here, env);
+                }
+                ResponseItem::Malformed(error) => {
+                    return self.on_error_item(op, error, false, ends_here, env);
                 }
                 ResponseItem::End { events } => {
                     env.ctx.ops.remove(&op);
                     return self.on_stream_end(events, env);
+                }
+            }
+        }
+        Ok(None)
+    }
+
+    /// An error response or undecodable bytes ended the exchange.
+    fn on_error_item(
+        &mut self,
+        op: OpId,
+        error: ProtocolError,
+        rejected: bool,
+        ends_here: bool,
+        env: &mut Env<'_>,
+    ) -> Step {
+        env.ctx.ops.remove(&op);
+        if !ends_here {
+            env.ctx.push(Output::AbortTransmit { op });
+        }
+        let failure = error_failure(&error);
+        if rejected && self.exchange_kind == CallKind::SubscribeToTask {
+            let status = error.http_status.unwrap_or(0);
+            let transient = status == 429 || (500..600).contains(&status);
+            if !transient && !self.subscribe_unsupported {
+                // The agent will not stream this task (it may be final already, or the agent
+                // does not implement resubscription): read it with `GetTask` instead.
+                self.subscribe_unsupported = true;
+                return self.observe_again(env).map(|_| None);
+            }
+        }
+        let fault = if rejected {
+            Fault::Rejected(error)
+        } else {
+            Fault::Malformed(error)
+        };
+        self.recover(fault, failure, env)
+    }
+
+    /// The answer of a `ListTasks` lookup for the task of a send whose outcome is unknown: the
+    /// first listed task in this invocation's context is followed; none means the send was not
+    /// processed as far as the agent tells.
+    fn on_lookup_items(&mut self, op: OpId, items: Vec<ResponseItem>, env: &mut Env<'_>) -> Step {
+        for item in items {
+            match item {
+                ResponseItem::Event(StreamResponse::Task(task)) => {
+                    let ours = task.context_id.as_deref() == Some(self.context_id.as_str());
+                    if ours && !task.id.trim().is_empty() && self.remote_task_id.is_none() {
+                        self.remote_task_id = Some(task.id.clone());
+                    }
+                }
+                ResponseItem::Event(_) => {}
+                ResponseItem::Rejected(error) => {
+                    return self.on_error_item(op, error, true, true, env);
+                }
+                ResponseItem::Malformed(error) => {
+                    return self.on_error_item(op, error, false, true, env);
+                }
+                ResponseItem::End { .. } => {
+                    env.ctx.ops.remove(&op);
+                    let original = self.lookup_failure.take();
+                    if self.remote_task_id.is_none() {
+                        let failure = original.map_or_else(
+                            || Failure::new(codes::REMOTE_NO_RESPONSE, "no task found"),
+                            |f| *f,
+                        );
+                        return Err(failure);
+                    }
+                    // Found: the lookup was a successful observation; follow the task.
+                    self.consecutive_faults = 0;
+                    self.observe_again(env)?;
+                    return Ok(None);
                 }
             }
         }
@@ -534,6 +887,16 @@ impl Invocation {
     }
 
     fn on_stream_end(&mut self, events: usize, env: &mut Env<'_>) -> Step {
+        let open_task =
+            self.remote_task_id.is_some() && !self.last_state.is_some_and(|s| s.is_terminal());
+        if self.exchange_kind.is_streaming() && open_task && env.config.retry.attempts > 0 {
+            // The stream should have lasted until a final or interrupted state.
+            let failure = Failure::new(
+                codes::EMPTY_STREAM,
+                "the stream ended before a final or interrupted task state",
+            );
+            return self.recover(Fault::EndedEarly, failure, env);
+        }
         if events == 0 {
             return Err(Failure::new(
                 codes::EMPTY_STREAM,
@@ -842,7 +1205,25 @@ impl Invocation {
         let result = match step {
             Ok(None) => return None,
             Ok(Some(result)) => result,
-            Err(failure) => self.result(failure.status, Some(&failure)),
+            Err(mut failure) => {
+                if !self.attempts.is_empty() {
+                    let attempts = Value::Array(std::mem::take(&mut self.attempts));
+                    match &mut failure.details {
+                        Some(Value::Object(map)) => {
+                            map.insert("attempts".to_owned(), attempts);
+                        }
+                        other => {
+                            let mut map = serde_json::Map::new();
+                            if let Some(cause) = other.take() {
+                                map.insert("cause".to_owned(), cause);
+                            }
+                            map.insert("attempts".to_owned(), attempts);
+                            *other = Some(Value::Object(map));
+                        }
+                    }
+                }
+                self.result(failure.status, Some(&failure))
+            }
         };
         self.finish(env);
         let text: Vec<&str> = result.outputs.iter().filter_map(Value::as_str).collect();
@@ -882,10 +1263,11 @@ impl Invocation {
                     env.ctx.abort_op(op);
                 }
             }
-            Phase::Waiting | Phase::Done => {}
+            Phase::Waiting | Phase::Backoff(_) | Phase::Done => {}
         }
         env.ctx.clear_timer(TimerKey::TaskDeadline(self.key));
         env.ctx.clear_timer(TimerKey::Poll(self.key));
+        env.ctx.clear_timer(TimerKey::Retry(self.key));
         let final_state = self.last_state.is_some_and(|s| s.is_terminal());
         if let (Some(task_id), false) = (self.remote_task_id.clone(), final_state) {
             self.cleanup_cancel(&task_id, env);
@@ -945,6 +1327,18 @@ pub(crate) fn open_exchange(
         correlation,
     }));
     Some(op)
+}
+
+/// The failure an error response gives (without a retry policy).
+fn error_failure(error: &ProtocolError) -> Failure {
+    let details = json!({
+        "httpStatus": error.http_status,
+        "rpcCode": error.rpc_code,
+        "reason": error.reason,
+        "details": error.details,
+        "retryAfter": error.retry_after,
+    });
+    Failure::new(&error.code, error.message.clone()).with_details(details)
 }
 
 fn host_failure(e: HostError) -> Failure {

@@ -41,6 +41,7 @@ use crate::io::{ApiMisuse, Input, OpPurpose, Output};
 use crate::machine::{CallOwner, Ctx, TimerKey, emit};
 use crate::remote::{Env, Invocation, open_exchange};
 use crate::result::{ExecutionResult, RunError, StepReport, StepStatus};
+use crate::retry::RetryPolicy;
 use crate::time::Timestamp;
 use crate::workflow::{ContextSources, EdgeTarget, StepType, ValidatedWorkflow};
 
@@ -67,6 +68,10 @@ pub struct RunConfig {
     pub decode_limits: DecodeLimits,
     /// Which events are built and emitted (default all). The result is complete either way.
     pub events: EventSelection,
+    /// How faults of the network or of an overloaded agent are retried (default: 5 attempts,
+    /// 200 ms doubling to 5 s); see [`crate::retry`]. Check it with [`RetryPolicy::validate`]
+    /// before a run: attempts beyond [`crate::retry::MAX_ATTEMPTS`] are not made.
+    pub retry: RetryPolicy,
 }
 
 impl Default for RunConfig {
@@ -82,6 +87,7 @@ impl Default for RunConfig {
             history_length: Some(0),
             decode_limits: DecodeLimits::default(),
             events: EventSelection::All,
+            retry: RetryPolicy::default(),
         }
     }
 }
@@ -1215,6 +1221,18 @@ impl Run {
                 }
             }
             TimerKey::Cleanup(op) => self.ctx.abort_op(op),
+            TimerKey::Retry(task) => {
+                if let Some(Slot::Remote(inv)) = self.slots.get_mut(&task) {
+                    let mut env = Env {
+                        ctx: &mut self.ctx,
+                        agents: &self.agents,
+                        config: &self.config,
+                    };
+                    if let Some(result) = inv.on_retry_timer(&mut env) {
+                        self.task_finished(task, result);
+                    }
+                }
+            }
         }
     }
 }

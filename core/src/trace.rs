@@ -91,6 +91,7 @@ use crate::agents::AgentDirectory;
 use crate::event::{EventSelection, EventType};
 use crate::io::{ApiMisuse, Input, Output};
 use crate::result::ExecutionResult;
+use crate::retry::RetryPolicy;
 use crate::run::{Run, RunConfig, RunStart};
 use crate::time::Timestamp;
 use crate::workflow::{ValidatedWorkflow, Workflow};
@@ -131,6 +132,22 @@ pub struct TraceConfig {
     /// [`RunConfig::events`]: absent for all events, else the emitted types (`[]` for none).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub events: Option<Vec<EventType>>,
+    /// [`RunConfig::retry`]; absent in traces written before retries existed, which replay
+    /// without any retry.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub retry: Option<TraceRetry>,
+}
+
+/// The serde mirror of [`RetryPolicy`]: delays in microseconds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TraceRetry {
+    /// [`RetryPolicy::attempts`].
+    pub attempts: u32,
+    /// [`RetryPolicy::base_delay`] in microseconds.
+    pub base_delay_us: u64,
+    /// [`RetryPolicy::max_delay`] in microseconds.
+    pub max_delay_us: u64,
 }
 
 fn micros(d: Duration) -> u64 {
@@ -151,6 +168,11 @@ impl TraceConfig {
             max_event_bytes: config.decode_limits.max_event_bytes as u64,
             max_body_bytes: config.decode_limits.max_body_bytes as u64,
             events: config.events.to_list(),
+            retry: Some(TraceRetry {
+                attempts: config.retry.attempts,
+                base_delay_us: micros(config.retry.base_delay),
+                max_delay_us: micros(config.retry.max_delay),
+            }),
         }
     }
 
@@ -171,6 +193,11 @@ impl TraceConfig {
                 max_body_bytes: usize::try_from(self.max_body_bytes).unwrap_or(usize::MAX),
             },
             events: EventSelection::from_list(self.events.clone()),
+            retry: self.retry.map_or(RetryPolicy::FAIL_FAST, |r| RetryPolicy {
+                attempts: r.attempts,
+                base_delay: Duration::from_micros(r.base_delay_us),
+                max_delay: Duration::from_micros(r.max_delay_us),
+            }),
         }
     }
 }

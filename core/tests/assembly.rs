@@ -162,3 +162,67 @@ fn latest_status_without_message_clears_the_status_message() {
     assert_eq!(acc.state(), Some(TaskState::Completed));
     assert_eq!(acc.text(), "");
 }
+
+fn status(state: &str, role: &str, text: &str) -> Value {
+    json!({"statusUpdate":{"taskId":"t","contextId":"c","status":{"state":state,
+        "message":{"messageId":format!("s-{state}"),"role":role,"parts":[{"text":text},{"data":{"k":1}}]}}}})
+}
+
+// CX-5: an agent that answers with `complete(message)` and no artifact.
+#[test]
+fn completed_status_message_is_the_output_when_there_is_no_artifact() {
+    let acc = apply_all(&[
+        json!({"task":{"id":"t","contextId":"c","status":{"state":"TASK_STATE_SUBMITTED"}}}),
+        status("TASK_STATE_WORKING", "ROLE_AGENT", "thinking"),
+        status("TASK_STATE_COMPLETED", "ROLE_AGENT", "the answer"),
+    ]);
+    assert_eq!(acc.outputs(), vec![json!("the answer"), json!({"k": 1})]);
+    // The same answer as a snapshot (unary SendMessage or GetTask).
+    let snapshot = apply_all(&[json!({"task":{"id":"t","contextId":"c",
+        "status":{"state":"TASK_STATE_COMPLETED","message":{"messageId":"m","role":"ROLE_AGENT",
+        "parts":[{"text":"from the snapshot"}]}}}})]);
+    assert_eq!(snapshot.outputs(), vec![json!("from the snapshot")]);
+}
+
+#[test]
+fn artifacts_win_over_the_completed_status_message() {
+    let acc = apply_all(&[
+        chunk(false, "artifact text"),
+        status("TASK_STATE_COMPLETED", "ROLE_AGENT", "status text"),
+    ]);
+    assert_eq!(acc.outputs(), vec![json!("artifact text")]);
+}
+
+#[test]
+fn a_status_message_that_is_not_a_completion_is_no_output() {
+    for state in [
+        "TASK_STATE_WORKING",
+        "TASK_STATE_FAILED",
+        "TASK_STATE_INPUT_REQUIRED",
+    ] {
+        let acc = apply_all(&[status(state, "ROLE_AGENT", "progress")]);
+        assert_eq!(acc.outputs(), Vec::<Value>::new(), "{state}");
+    }
+    // A user-authored status message is an echo, not an answer.
+    let echo = apply_all(&[status("TASK_STATE_COMPLETED", "ROLE_USER", "echo")]);
+    assert_eq!(echo.outputs(), Vec::<Value>::new());
+}
+
+#[test]
+fn the_completed_status_message_wins_over_earlier_standalone_messages() {
+    let acc = apply_all(&[
+        json!({"message":{"messageId":"m1","contextId":"c","role":"ROLE_AGENT","parts":[{"text":"early"}]}}),
+        status("TASK_STATE_COMPLETED", "ROLE_AGENT", "final"),
+    ]);
+    assert_eq!(acc.outputs(), vec![json!("final"), json!({"k": 1})]);
+}
+
+#[test]
+fn only_the_last_agent_message_counts_among_standalone_messages() {
+    let acc = apply_all(&[
+        json!({"message":{"messageId":"m1","contextId":"c","role":"ROLE_AGENT","parts":[{"text":"first"}]}}),
+        json!({"message":{"messageId":"m2","contextId":"c","role":"ROLE_AGENT","parts":[{"text":"last"}]}}),
+        json!({"message":{"messageId":"m3","contextId":"c","role":"ROLE_USER","parts":[{"text":"user"}]}}),
+    ]);
+    assert_eq!(acc.outputs(), vec![json!("last")]);
+}

@@ -85,6 +85,7 @@ mod rt;
 mod shared;
 
 pub use a2at_core as core;
+pub use a2at_core::RetryPolicy;
 
 pub use a2at_core::driver_support::{BuiltControlPoint, ControlPointBuilder, EventEnvelope};
 pub use shared::config::EnvFile;

@@ -2,6 +2,7 @@
 
 use std::time::Duration;
 
+use a2at_core::RetryPolicy;
 use a2at_core::host::{HostError, TaskStatus, codes};
 use a2at_tests::conformance::{Scenario, check};
 use a2at_tests::host::now;
@@ -108,6 +109,9 @@ fn cancelling_the_run_cancels_every_remote_task() {
     .agent(working(ScriptedAgent::new("alpha").streaming()))
     .agent(working(ScriptedAgent::new("beta").rest()))
     .poll_interval(Duration::from_secs(5))
+    // Without retries the stream that ended at WORKING waits for the (late) poll, so the only
+    // traffic after the send is the cleanup.
+    .retry(RetryPolicy::FAIL_FAST)
     .cancel_after(Duration::from_millis(150));
     let e = check::<D>(&s);
     assert_eq!(e.result.error.as_ref().unwrap().code, codes::CANCELLED);

@@ -6,3 +6,4 @@ use super::D;
 mod failures;
 mod flows;
 mod protocol;
+mod resilience;

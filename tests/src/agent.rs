@@ -55,6 +55,8 @@ impl AgentRequest {
                 ("CancelTask", Some(id))
             } else if let Some(id) = last.strip_suffix(":subscribe") {
                 ("SubscribeToTask", Some(id))
+            } else if last == "tasks" {
+                ("ListTasks", None)
             } else if path.contains("/tasks/") {
                 ("GetTask", Some(last))
             } else {
@@ -63,6 +65,13 @@ impl AgentRequest {
             let mut params = if body.is_object() { body } else { json!({}) };
             if let Some(id) = id {
                 params["id"] = Value::String(id.to_owned());
+            }
+            if let Some(query) = req.url.split_once('?').map(|(_, q)| q) {
+                for pair in query.split('&') {
+                    if let Some((k, v)) = pair.split_once('=') {
+                        params[k] = Value::String(percent_decode(v));
+                    }
+                }
             }
             (method.to_owned(), params, None, false)
         };
@@ -130,6 +139,42 @@ pub enum AgentReply {
         /// Whether the body ends (false: the connection stays open forever).
         end: bool,
     },
+}
+
+fn percent_decode(s: &str) -> String {
+    let bytes = s.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        if bytes[i] == b'%' && i + 2 < bytes.len() {
+            if let Ok(b) = u8::from_str_radix(s.get(i + 1..i + 3).unwrap_or(""), 16) {
+                out.push(b);
+                i += 3;
+                continue;
+            }
+        }
+        out.push(bytes[i]);
+        i += 1;
+    }
+    String::from_utf8_lossy(&out).into_owned()
+}
+
+/// A fault the agent (or the network in front of it) injects into one reply.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AgentFault {
+    /// HTTP 503 without processing the request (optionally with `Retry-After: N`).
+    Unavailable {
+        /// `Retry-After` in seconds.
+        retry_after: Option<u64>,
+    },
+    /// Process the request, then break the connection before any response byte.
+    Reset,
+    /// Process the request, send the head and the first `n` body chunks, then break the
+    /// connection.
+    CutAfter(usize),
+    /// Process the request, send the head and the first `n` body chunks, then end the body
+    /// cleanly (a stream that ends early).
+    EndAfter(usize),
 }
 
 /// How the agent treats one task it is asked to create.
@@ -327,6 +372,12 @@ pub struct ScriptedAgent {
     /// Ids of tasks that received a `CancelTask`.
     pub cancelled: Vec<String>,
     extra_extensions: Vec<String>,
+    faults: Vec<(String, usize, AgentFault)>,
+    seen: BTreeMap<String, usize>,
+    /// Whether it answers `SubscribeToTask` for tasks without a notification script.
+    pub resubscribable: bool,
+    /// Whether it implements `ListTasks`.
+    pub lists_tasks: bool,
 }
 
 /// The Negotiation-T URI, as agents emit it.
@@ -346,7 +397,31 @@ impl ScriptedAgent {
             next_task: 0,
             cancelled: Vec::new(),
             extra_extensions: Vec::new(),
+            faults: Vec::new(),
+            seen: BTreeMap::new(),
+            resubscribable: true,
+            lists_tasks: true,
         }
+    }
+
+    /// Injects `fault` into the reply to the `nth` (1-based) request of `method` this agent
+    /// receives.
+    pub fn fault_on(mut self, method: &str, nth: usize, fault: AgentFault) -> Self {
+        self.faults.push((method.to_owned(), nth, fault));
+        self
+    }
+
+    /// Answer `SubscribeToTask` with `METHOD_NOT_FOUND` unless a notification script covers
+    /// the task (an agent without resubscription).
+    pub fn without_resubscribe(mut self) -> Self {
+        self.resubscribable = false;
+        self
+    }
+
+    /// Answer `ListTasks` with `METHOD_NOT_FOUND`.
+    pub fn without_list_tasks(mut self) -> Self {
+        self.lists_tasks = false;
+        self
     }
 
     /// Speak HTTP+JSON instead of JSON-RPC.
@@ -422,8 +497,89 @@ impl ScriptedAgent {
             .collect()
     }
 
-    /// Answers one request.
+    /// Answers one request, with the fault planned for it, if any.
     pub fn handle(&mut self, req: &AgentRequest) -> AgentReply {
+        let nth = {
+            let n = self.seen.entry(req.method.clone()).or_insert(0);
+            *n += 1;
+            *n
+        };
+        let fault = self
+            .faults
+            .iter()
+            .find(|(m, n, _)| *m == req.method && *n == nth)
+            .map(|(_, _, f)| *f);
+        let Some(fault) = fault else {
+            return self.answer(req);
+        };
+        if let AgentFault::Unavailable { retry_after } = fault {
+            let mut headers = vec![("content-type".to_owned(), "text/plain".to_owned())];
+            if let Some(secs) = retry_after {
+                headers.push(("retry-after".to_owned(), secs.to_string()));
+            }
+            return AgentReply::Http {
+                delay: Duration::ZERO,
+                status: 503,
+                headers,
+                chunks: vec![b"overloaded".to_vec()],
+                chunk_gap: Duration::ZERO,
+                end: true,
+            };
+        }
+        let reply = self.answer(req);
+        let truncate = |n: usize, cut: bool| match reply {
+            AgentReply::Http {
+                delay,
+                status,
+                headers,
+                chunks,
+                chunk_gap,
+                ..
+            } => {
+                let chunks: Vec<Vec<u8>> = chunks.into_iter().take(n).collect();
+                if cut {
+                    AgentReply::Cut {
+                        delay,
+                        headers,
+                        chunks,
+                        chunk_gap,
+                    }
+                } else {
+                    AgentReply::Http {
+                        delay,
+                        status,
+                        headers,
+                        chunks,
+                        chunk_gap,
+                        end: true,
+                    }
+                }
+            }
+            AgentReply::Cut {
+                delay,
+                headers,
+                chunks,
+                chunk_gap,
+            } => AgentReply::Cut {
+                delay,
+                headers,
+                chunks: chunks.into_iter().take(n).collect(),
+                chunk_gap,
+            },
+            other => other,
+        };
+        match fault {
+            AgentFault::Unavailable { .. } => unreachable!("answered above"),
+            AgentFault::Reset => AgentReply::TransportError {
+                delay: Duration::ZERO,
+                kind: TransportErrorKind::Io,
+            },
+            AgentFault::CutAfter(n) => truncate(n, true),
+            AgentFault::EndAfter(n) => truncate(n, false),
+        }
+    }
+
+    fn answer(&mut self, req: &AgentRequest) -> AgentReply {
         if req.header("A2A-Version") != Some("1.0") {
             return self.error(
                 req,
@@ -512,8 +668,34 @@ impl ScriptedAgent {
                         let ctx = task.context_id.clone();
                         notify_stream(req, &id, &ctx, &events, gap, ending)
                     }
+                    Some(task) if self.resubscribable => {
+                        if is_terminal(task.state) {
+                            return self.error(
+                                req,
+                                400,
+                                -32004,
+                                "UNSUPPORTED_OPERATION",
+                                "Task is in terminal state",
+                            );
+                        }
+                        let (events, end) = resubscription(&id, task);
+                        sse_reply(req, events, end)
+                    }
+                    None if self.resubscribable => {
+                        self.error(req, 404, -32001, "TASK_NOT_FOUND", "Task not found")
+                    }
                     _ => self.error(req, 404, -32601, "METHOD_NOT_FOUND", "Method not found"),
                 }
+            }
+            "ListTasks" if self.lists_tasks => {
+                let context = req.params.get("contextId").and_then(Value::as_str);
+                let tasks: Vec<Value> = self
+                    .tasks
+                    .iter()
+                    .filter(|(_, t)| context.is_none_or(|c| c == t.context_id))
+                    .map(|(id, t)| task_json(id, t))
+                    .collect();
+                self.respond(req, json!({"tasks": tasks, "nextPageToken": ""}), false)
             }
             _ => self.error(req, 404, -32601, "METHOD_NOT_FOUND", "Method not found"),
         }
@@ -892,6 +1074,64 @@ fn task_json(id: &str, task: &TaskRecord) -> Value {
         }]);
     }
     task_value
+}
+
+/// What `SubscribeToTask` streams for a scripted task: the current snapshot, then every planned
+/// state up to a final or interrupted one (the stream then ends) or to a state that sticks (the
+/// stream stays open).
+fn resubscription(id: &str, task: &mut TaskRecord) -> (Vec<Value>, bool) {
+    let ctx = task.context_id.clone();
+    let mut snapshot = task_json(id, task);
+    if let Some(obj) = snapshot.as_object_mut() {
+        obj.remove("artifacts");
+    }
+    let mut events = vec![json!({ "task": snapshot })];
+    let interrupted = |s: &str| {
+        is_terminal(s) || s == "TASK_STATE_INPUT_REQUIRED" || s == "TASK_STATE_AUTH_REQUIRED"
+    };
+    while !interrupted(task.state) {
+        let sticks = task.later.len() == 1 && task.later[0].0 == task.state;
+        if task.later.is_empty() || sticks {
+            return (events, false);
+        }
+        reveal(task);
+        let full = task_json(id, task);
+        if let Some(artifacts) = full.get("artifacts").and_then(Value::as_array) {
+            for a in artifacts {
+                events.push(
+                    json!({"artifactUpdate": {"taskId": id, "contextId": ctx, "artifact": a}}),
+                );
+            }
+        }
+        events.push(json!({"statusUpdate": {"taskId": id, "contextId": ctx, "status": full["status"].clone()}}));
+    }
+    (events, true)
+}
+
+/// An SSE reply carrying `events` in the request's binding.
+fn sse_reply(req: &AgentRequest, events: Vec<Value>, end: bool) -> AgentReply {
+    let chunks = events
+        .into_iter()
+        .map(|ev| {
+            let payload = if req.jsonrpc {
+                json!({"jsonrpc": "2.0", "id": req.rpc_id, "result": ev})
+            } else {
+                ev
+            };
+            format!("data: {payload}\r\n\r\n").into_bytes()
+        })
+        .collect();
+    AgentReply::Http {
+        delay: Duration::ZERO,
+        status: 200,
+        headers: vec![(
+            "content-type".into(),
+            "text/event-stream; charset=utf-8".into(),
+        )],
+        chunks,
+        chunk_gap: Duration::from_micros(100),
+        end,
+    }
 }
 
 /// A streamed version of a send result: snapshot, then status/artifact deltas.

@@ -13,6 +13,7 @@ use std::pin::Pin;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use a2at_core::RetryPolicy;
 use a2at_core::host::{
     ControlPoint, HostError, HostReply, HostRequest, MessageContent, NegotiationReply,
     NegotiationRequest, RouteDecision, RouteRequest, TaskRequest, TaskResult,
@@ -56,6 +57,8 @@ pub struct Scenario {
     pub cancel_after: Option<Duration>,
     /// The id seed.
     pub seed: u64,
+    /// How faults are retried.
+    pub retry: RetryPolicy,
 }
 
 impl Scenario {
@@ -71,6 +74,7 @@ impl Scenario {
             cancel_budget: Duration::from_secs(2),
             cancel_after: None,
             seed: 7,
+            retry: RetryPolicy::default(),
         }
     }
 
@@ -98,6 +102,12 @@ impl Scenario {
         self
     }
 
+    /// Sets the retry policy.
+    pub fn retry(mut self, policy: RetryPolicy) -> Scenario {
+        self.retry = policy;
+        self
+    }
+
     /// The host cancels the run after `after`.
     pub fn cancel_after(mut self, after: Duration) -> Scenario {
         self.cancel_after = Some(after);
@@ -117,6 +127,7 @@ impl Scenario {
             callback_budget: self.callback_budget,
             poll_interval: self.poll_interval,
             cancel_budget: self.cancel_budget,
+            retry: self.retry,
             ..RunConfig::default()
         }
     }

@@ -238,22 +238,43 @@ impl ResponseAccumulator {
         out
     }
 
-    /// CX-5 outputs: text parts as strings and data parts as their value (never flattened),
-    /// from the assembled artifacts in order; with no artifacts, from the standalone messages
-    /// not authored by the user. Raw and url parts are not outputs.
+    /// The outputs of a successful interaction: text parts as strings and data parts as their
+    /// value (never flattened, never concatenated). Raw and url parts are not outputs. They are
+    /// taken from the first source that has parts, in this order:
+    ///
+    /// 1. the assembled artifacts, in order;
+    /// 2. the status message of the task when its final state is `TASK_STATE_COMPLETED` (the
+    ///    agent answered with its final status message and no artifact);
+    /// 3. the last standalone message not authored by the user.
     pub fn outputs(&self) -> Vec<Value> {
-        let parts: Vec<&PartContent> = if self.artifacts.is_empty() {
-            self.messages
-                .iter()
-                .filter(|m| m.role != Role::User)
-                .flat_map(|m| m.parts.iter().map(|p| &p.content))
-                .collect()
-        } else {
+        let from_artifacts = || {
             self.artifacts
                 .iter()
                 .flat_map(|a| a.parts.iter().map(|p| &p.content))
-                .collect()
+                .collect::<Vec<&PartContent>>()
         };
+        let from_status = || {
+            self.status_message
+                .as_ref()
+                .filter(|m| self.state == Some(TaskState::Completed) && m.role != Role::User)
+                .map(|m| m.parts.iter().map(|p| &p.content).collect::<Vec<_>>())
+                .unwrap_or_default()
+        };
+        let from_message = || {
+            self.messages
+                .iter()
+                .rev()
+                .find(|m| m.role != Role::User)
+                .map(|m| m.parts.iter().map(|p| &p.content).collect::<Vec<_>>())
+                .unwrap_or_default()
+        };
+        let mut parts = from_artifacts();
+        if parts.is_empty() {
+            parts = from_status();
+        }
+        if parts.is_empty() {
+            parts = from_message();
+        }
         parts
             .into_iter()
             .filter_map(|c| match c {

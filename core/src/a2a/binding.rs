@@ -195,6 +195,14 @@ pub enum A2aCall<'a> {
         /// The task id.
         task_id: &'a str,
     },
+    /// `ListTasks` filtered by context id (first page only; the decoder yields one `Task` event
+    /// per listed task).
+    ListTasks {
+        /// The context id to filter by.
+        context_id: &'a str,
+        /// Page size (the agent's default when `None`).
+        page_size: Option<u32>,
+    },
 }
 
 /// The kind of an [`A2aCall`], without its data.
@@ -210,6 +218,8 @@ pub enum CallKind {
     CancelTask,
     /// `SubscribeToTask`.
     SubscribeToTask,
+    /// `ListTasks`.
+    ListTasks,
 }
 
 impl CallKind {
@@ -229,6 +239,7 @@ impl CallKind {
             CallKind::GetTask => "GetTask",
             CallKind::CancelTask => "CancelTask",
             CallKind::SubscribeToTask => "SubscribeToTask",
+            CallKind::ListTasks => "ListTasks",
         }
     }
 }
@@ -242,6 +253,7 @@ impl A2aCall<'_> {
             A2aCall::GetTask { .. } => CallKind::GetTask,
             A2aCall::CancelTask { .. } => CallKind::CancelTask,
             A2aCall::SubscribeToTask { .. } => CallKind::SubscribeToTask,
+            A2aCall::ListTasks { .. } => CallKind::ListTasks,
         }
     }
 }
@@ -323,6 +335,24 @@ pub fn encode_call(
                 A2aCall::CancelTask { task_id } | A2aCall::SubscribeToTask { task_id } => {
                     task_params(tenant, task_id, None)
                 }
+                A2aCall::ListTasks {
+                    context_id,
+                    page_size,
+                } => {
+                    let mut m = Map::new();
+                    if let Some(t) = tenant {
+                        m.insert("tenant".to_owned(), Value::String(t.to_owned()));
+                    }
+                    m.insert(
+                        "contextId".to_owned(),
+                        Value::String((*context_id).to_owned()),
+                    );
+                    if let Some(n) = page_size {
+                        m.insert("pageSize".to_owned(), Value::from(*n));
+                    }
+                    m.insert("historyLength".to_owned(), Value::from(0));
+                    Value::Object(m)
+                }
             };
             let mut env = Map::new();
             env.insert("jsonrpc".to_owned(), Value::String("2.0".to_owned()));
@@ -382,6 +412,19 @@ pub fn encode_call(
                     format!("{base}/tasks/{}:subscribe", percent_encode_segment(task_id)),
                     None,
                 ),
+                A2aCall::ListTasks {
+                    context_id,
+                    page_size,
+                } => {
+                    let mut url = format!(
+                        "{base}/tasks?contextId={}&historyLength=0",
+                        percent_encode_segment(context_id)
+                    );
+                    if let Some(n) = page_size {
+                        url.push_str(&format!("&pageSize={n}"));
+                    }
+                    (HttpMethod::Get, url, None)
+                }
             }
         }
     };
@@ -704,11 +747,45 @@ impl ResponseDecoder {
             },
             Binding::HttpJson => &v,
         };
+        if self.kind == CallKind::ListTasks {
+            self.push_listed_tasks(payload, out);
+            return;
+        }
         let item = match self.decode_result(payload) {
             Ok(sr) => ResponseItem::Event(sr),
             Err(e) => malformed_decode(&e),
         };
         self.push(item, out);
+    }
+
+    /// A `ListTasksResponse`: every task becomes one `Task` event, in the listed order; a
+    /// response without a `tasks` array, or with an invalid task, is malformed as a whole.
+    fn push_listed_tasks(&mut self, payload: &Value, out: &mut Vec<ResponseItem>) {
+        let tasks = match payload.get("tasks") {
+            None | Some(Value::Null) => &[][..],
+            Some(Value::Array(tasks)) => tasks.as_slice(),
+            Some(_) => {
+                out.push(malformed(
+                    "ListTasks response: `tasks` is not an array".to_owned(),
+                ));
+                return;
+            }
+        };
+        let mut decoded = Vec::with_capacity(tasks.len());
+        for (i, t) in tasks.iter().enumerate() {
+            match Task::decode(t, &Path::Root) {
+                Ok(task) => decoded.push(task),
+                Err(e) => {
+                    out.push(malformed(format!(
+                        "ListTasks response: invalid task {i} at {e}"
+                    )));
+                    return;
+                }
+            }
+        }
+        for task in decoded {
+            self.push(ResponseItem::Event(StreamResponse::Task(task)), out);
+        }
     }
 
     fn decode_result(&self, payload: &Value) -> Result<StreamResponse, DecodeError> {

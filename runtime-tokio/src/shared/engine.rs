@@ -7,6 +7,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
+use a2at_core::RetryPolicy;
 use a2at_core::a2a::{AgentCard, Binding};
 use a2at_core::agents::{AgentDirectory, DirectoryError};
 use a2at_core::driver_support::EventEnvelope;
@@ -70,6 +71,11 @@ pub struct EngineConfig {
     /// A login that misses it fails the send with an authentication error; nothing is sent
     /// unauthenticated.
     pub login_timeout: Duration,
+    /// How faults of the network or of an overloaded agent are retried (default: 5 attempts,
+    /// 200 ms doubling to 5 s, with jitter). A message is resent only when the failure proves
+    /// the agent never processed it; a known task is found again with `SubscribeToTask` or
+    /// `GetTask`. [`RetryPolicy::FAIL_FAST`] turns every retry off.
+    pub retry: RetryPolicy,
 }
 
 impl Default for EngineConfig {
@@ -86,6 +92,7 @@ impl Default for EngineConfig {
             max_in_flight: 256,
             seed: SeedSource::Os,
             login_timeout: DEFAULT_LOGIN_TIMEOUT,
+            retry: core.retry,
         }
     }
 }
@@ -100,6 +107,9 @@ pub enum EngineError {
     /// A setting is out of range.
     #[error("invalid engine setting: {0}")]
     Config(&'static str),
+    /// The retry policy is unusable.
+    #[error("invalid engine setting: {0}")]
+    Retry(#[from] a2at_core::retry::RetryPolicyError),
     /// The TLS configuration could not be built.
     #[error("TLS setup failed: {0}")]
     Tls(String),
@@ -196,6 +206,12 @@ impl EngineBuilder {
     /// See [`EngineConfig::callback_budget`].
     pub fn callback_budget(mut self, budget: Duration) -> Self {
         self.config.callback_budget = budget;
+        self
+    }
+
+    /// See [`EngineConfig::retry`].
+    pub fn retry(mut self, policy: RetryPolicy) -> Self {
+        self.config.retry = policy;
         self
     }
 
@@ -328,6 +344,7 @@ impl EngineBuilder {
         if self.config.login_timeout.is_zero() {
             return Err(EngineError::Config("login_timeout must be positive"));
         }
+        self.config.retry.validate()?;
         let env = Env::with_file(self.env_file.as_ref());
         let log = protocol_log_config(&env, Some(self.log))?;
         let credentials = match (self.credentials, &self.credentials_file) {
@@ -565,6 +582,7 @@ impl Engine {
             poll_interval: c.poll_interval,
             cancel_budget: c.cancel_budget,
             max_negotiation_exchanges: c.max_negotiation_exchanges,
+            retry: c.retry,
             ..RunConfig::default()
         }
     }

@@ -24,6 +24,7 @@ impl Driver for EngineDriver {
             .callback_budget(s.callback_budget)
             .poll_interval(s.poll_interval)
             .cancel_budget(s.cancel_budget)
+            .retry(s.retry)
             .seed(SeedSource::Fixed(s.seed))
             .build()
             .expect("engine");

@@ -1,0 +1,209 @@
+//! How a remote task survives faults of the network or of an overloaded agent.
+//!
+//! A message is never resent blindly: `SendMessage` is not idempotent. The engine distinguishes
+//! three situations.
+//!
+//! * **The request was provably not processed**: the connection was refused or the TLS
+//!   handshake failed before any request byte was written, or the agent answered HTTP 503 or
+//!   429 without any A2A event. The same message (same `messageId`, so the agent can
+//!   de-duplicate) is sent again after a backoff; a `Retry-After` of whole seconds is honoured
+//!   when it is longer than the backoff.
+//! * **The task is known** (its id arrived) and its observation broke: a reset or broken
+//!   stream, a truncated or undecodable event, a stream that ended before a final or
+//!   interrupted state, or a `GetTask`/`SubscribeToTask` that failed with a transport error,
+//!   HTTP 5xx or 429. This is an *observation fault*, not a task failure: the engine finds the
+//!   task again with `SubscribeToTask` when the agent's card declares streaming, otherwise with
+//!   `GetTask`. A resubscription starts with the task snapshot, which replaces whatever half of
+//!   the earlier stream was received, so no artifact or output is counted twice. No `CancelTask`
+//!   is sent while a task is being found again.
+//! * **The outcome is unknown** (request bytes were sent, no task id came back): the engine
+//!   looks the task up with `ListTasks` filtered by the context id it gave the message, and
+//!   follows the task it finds. When the agent does not support `ListTasks` or has no task in
+//!   that context, the subtask fails as it would without a retry policy.
+//!
+//! Every fault that is retried counts one attempt. Attempts are counted per subtask and start
+//! again from zero once an observation succeeds (a `GetTask` answer or a stream event after the
+//! snapshot), so a long task behind a proxy that drops streams now and then is never given up.
+//! The subtask fails when [`RetryPolicy::attempts`] consecutive attempts are used up, or when
+//! the next attempt would not start inside the task budget; its error is the one the last fault
+//! gives without a retry policy, with `errorDetails.attempts` listing every attempt (fault,
+//! time, what was tried next). Cleanup after giving up is the same as for any failure: a known
+//! non-final task is cancelled.
+//!
+//! Delays grow exponentially from [`RetryPolicy::base_delay`] to [`RetryPolicy::max_delay`],
+//! with "equal jitter" (a delay `d` becomes a value in `[d/2, d]`) drawn from the run's seeded
+//! generator, so a replay reproduces every delay.
+
+use std::time::Duration;
+
+/// The retry policy of a run. `attempts = 0` disables every retry (fail fast).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RetryPolicy {
+    /// Consecutive faults tolerated per subtask (default 5; 0 = fail on the first fault).
+    pub attempts: u32,
+    /// Delay before the first retry, before jitter (default 200 ms).
+    pub base_delay: Duration,
+    /// Upper bound of any delay, before jitter (default 5 s).
+    pub max_delay: Duration,
+}
+
+/// The largest accepted [`RetryPolicy::attempts`]: a larger value is almost certainly a
+/// mistake, and the task budget bounds retries anyway.
+pub const MAX_ATTEMPTS: u32 = 1000;
+
+impl Default for RetryPolicy {
+    fn default() -> Self {
+        RetryPolicy {
+            attempts: 5,
+            base_delay: Duration::from_millis(200),
+            max_delay: Duration::from_secs(5),
+        }
+    }
+}
+
+/// Why a [`RetryPolicy`] is unusable.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum RetryPolicyError {
+    /// Retries are enabled with a zero base delay: faults would be retried in a tight loop.
+    #[error("retry.base_delay must be positive when retry.attempts is above 0")]
+    ZeroBaseDelay,
+    /// `max_delay` is below `base_delay`.
+    #[error("retry.max_delay ({max:?}) must not be below retry.base_delay ({base:?})")]
+    MaxBelowBase {
+        /// The base delay.
+        base: Duration,
+        /// The maximum delay.
+        max: Duration,
+    },
+    /// More attempts than [`MAX_ATTEMPTS`].
+    #[error("retry.attempts ({0}) must be at most {MAX_ATTEMPTS}")]
+    TooManyAttempts(u32),
+}
+
+impl RetryPolicy {
+    /// No retry at all: the first fault fails the subtask.
+    pub const FAIL_FAST: RetryPolicy = RetryPolicy {
+        attempts: 0,
+        base_delay: Duration::ZERO,
+        max_delay: Duration::ZERO,
+    };
+
+    /// Checks the policy; every run configuration is checked with it before a run starts.
+    pub fn validate(&self) -> Result<(), RetryPolicyError> {
+        if self.attempts == 0 {
+            return Ok(());
+        }
+        if self.attempts > MAX_ATTEMPTS {
+            return Err(RetryPolicyError::TooManyAttempts(self.attempts));
+        }
+        if self.base_delay.is_zero() {
+            return Err(RetryPolicyError::ZeroBaseDelay);
+        }
+        if self.max_delay < self.base_delay {
+            return Err(RetryPolicyError::MaxBelowBase {
+                base: self.base_delay,
+                max: self.max_delay,
+            });
+        }
+        Ok(())
+    }
+
+    /// The delay before attempt `attempt` (1-based), jittered by `random` into `[d/2, d]`.
+    pub fn delay(&self, attempt: u32, random: u64) -> Duration {
+        let doublings = attempt.saturating_sub(1).min(32);
+        let grown = self
+            .base_delay
+            .checked_mul(1u32 << doublings.min(31))
+            .unwrap_or(self.max_delay);
+        let full = grown.min(self.max_delay);
+        let micros = u64::try_from(full.as_micros()).unwrap_or(u64::MAX);
+        let half = micros / 2;
+        let spread = micros - half;
+        let jitter = if spread == 0 {
+            0
+        } else {
+            random % (spread + 1)
+        };
+        Duration::from_micros(half + jitter)
+    }
+}
+
+/// Reads a `Retry-After` value given in whole seconds. The HTTP-date form needs a wall clock,
+/// which the core does not have: it is ignored and the backoff applies.
+pub fn retry_after(value: &str) -> Option<Duration> {
+    value.trim().parse::<u64>().ok().map(Duration::from_secs)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn delays_double_up_to_the_cap_and_stay_in_the_jitter_window() {
+        let p = RetryPolicy {
+            attempts: 10,
+            base_delay: Duration::from_millis(100),
+            max_delay: Duration::from_millis(1000),
+        };
+        let expected_full = [100u64, 200, 400, 800, 1000, 1000];
+        for (i, full) in expected_full.iter().enumerate() {
+            let attempt = i as u32 + 1;
+            let low = p.delay(attempt, 0);
+            let high = p.delay(attempt, u64::MAX - 1);
+            assert_eq!(low, Duration::from_millis(full / 2), "attempt {attempt}");
+            assert!(high <= Duration::from_millis(*full), "attempt {attempt}");
+            assert!(high >= low);
+        }
+        // A huge attempt number neither overflows nor exceeds the cap.
+        assert!(p.delay(u32::MAX, 12345) <= Duration::from_millis(1000));
+        // The full window is reachable: random = spread gives exactly the full delay.
+        assert_eq!(p.delay(1, 50_000), Duration::from_millis(100));
+    }
+
+    #[test]
+    fn invalid_policies_are_named() {
+        assert_eq!(RetryPolicy::FAIL_FAST.validate(), Ok(()));
+        assert_eq!(RetryPolicy::default().validate(), Ok(()));
+        let zero = RetryPolicy {
+            base_delay: Duration::ZERO,
+            ..RetryPolicy::default()
+        };
+        assert_eq!(zero.validate(), Err(RetryPolicyError::ZeroBaseDelay));
+        let inverted = RetryPolicy {
+            attempts: 1,
+            base_delay: Duration::from_secs(2),
+            max_delay: Duration::from_secs(1),
+        };
+        assert!(matches!(
+            inverted.validate(),
+            Err(RetryPolicyError::MaxBelowBase { .. })
+        ));
+        let equal = RetryPolicy {
+            attempts: 1,
+            base_delay: Duration::from_secs(1),
+            max_delay: Duration::from_secs(1),
+        };
+        assert_eq!(equal.validate(), Ok(()));
+        let many = RetryPolicy {
+            attempts: MAX_ATTEMPTS + 1,
+            ..RetryPolicy::default()
+        };
+        assert_eq!(
+            many.validate(),
+            Err(RetryPolicyError::TooManyAttempts(MAX_ATTEMPTS + 1))
+        );
+        let most = RetryPolicy {
+            attempts: MAX_ATTEMPTS,
+            ..RetryPolicy::default()
+        };
+        assert_eq!(most.validate(), Ok(()));
+    }
+
+    #[test]
+    fn retry_after_reads_seconds_only() {
+        assert_eq!(retry_after(" 3 "), Some(Duration::from_secs(3)));
+        assert_eq!(retry_after("Wed, 21 Oct 2015 07:28:00 GMT"), None);
+        assert_eq!(retry_after("-1"), None);
+    }
+}
