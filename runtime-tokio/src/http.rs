@@ -51,14 +51,17 @@ impl Connector {
     }
 }
 
-/// The broad class of a client error: TLS when a rustls error is anywhere in the chain.
+/// The broad class of a client error: TLS when connecting failed with a rustls error anywhere
+/// in the chain.
 fn classify(e: &hyper_util::client::legacy::Error) -> TransportErrorKind {
-    if is_tls(e) {
-        TransportErrorKind::Tls
-    } else if e.is_connect() {
-        TransportErrorKind::Connect
-    } else {
+    // Connect and TLS classes promise that no request byte was written (the core may resend
+    // such a request), so they are reported only for failures while connecting.
+    if !e.is_connect() {
         TransportErrorKind::Io
+    } else if is_tls(e) {
+        TransportErrorKind::Tls
+    } else {
+        TransportErrorKind::Connect
     }
 }
 

@@ -148,9 +148,19 @@ impl LoopbackServer {
         format!("http://{}", self.addr)
     }
 
+    /// The server's address.
+    pub fn addr(&self) -> SocketAddr {
+        self.addr
+    }
+
     /// The cards of every served agent, with interfaces pointing at this server.
     pub fn cards(&self) -> Vec<AgentCard> {
-        let base = self.base_url();
+        self.cards_at(&self.base_url())
+    }
+
+    /// The cards of every served agent with interfaces under `base` (`http://host:port`), e.g.
+    /// a proxy in front of this server.
+    pub fn cards_at(&self, base: &str) -> Vec<AgentCard> {
         lock(&self.state)
             .agents
             .values()
