@@ -142,6 +142,18 @@ class EchoExecutor(AgentExecutor):
         await TaskUpdater(event_queue, context.task_id, context.context_id).cancel()
 
 
+class ReplierExecutor(AgentExecutor):
+    """Answers with its final status message only: ``complete(message)``, no artifact."""
+
+    async def execute(self, context: RequestContext, event_queue: EventQueue) -> None:
+        updater = await start_task(context, event_queue)
+        await updater.start_work()
+        await updater.complete(agent_text(updater, 'reply: ' + first_text(context.message)))
+
+    async def cancel(self, context: RequestContext, event_queue: EventQueue) -> None:
+        await TaskUpdater(event_queue, context.task_id, context.context_id).cancel()
+
+
 class StreamerExecutor(AgentExecutor):
     """SUBMITTED, WORKING, chunk 1, chunk 2 (append, lastChunk), COMPLETED."""
 
@@ -381,6 +393,8 @@ def build_agents(slow_seconds: int) -> list[tuple[str, bool, str, AgentExecutor]
             NegotiatorExecutor(),
         ),
         ('failer', False, 'Fails every task', FailerExecutor()),
+        ('replier', True, 'Answers with its final status message only', ReplierExecutor()),
+        ('paced', True, 'Streams a two-chunk artifact slowly', StreamerExecutor(pause=0.3)),
         ('slow', True, f'Works for {slow_seconds} s unless cancelled', SlowExecutor(slow_seconds)),
     ]
 

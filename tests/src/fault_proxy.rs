@@ -135,7 +135,10 @@ fn count(haystack: &[u8], needle: &[u8]) -> usize {
     if needle.is_empty() || haystack.len() < needle.len() {
         return 0;
     }
-    haystack.windows(needle.len()).filter(|w| *w == needle).count()
+    haystack
+        .windows(needle.len())
+        .filter(|w| *w == needle)
+        .count()
 }
 
 fn spawn_pipes(client: TcpStream, server: TcpStream, plan: &FaultPlan, shared: Arc<Shared>) {

@@ -15,10 +15,12 @@ use a2at_tests::loopback::LoopbackServer;
 use a2at_tests::{Plan, ScriptedAgent, ScriptedHost};
 
 fn slow_streaming() -> ScriptedAgent {
-    ScriptedAgent::new("a").streaming().by_default(Plan::States(vec![
-        "TASK_STATE_WORKING",
-        "TASK_STATE_COMPLETED",
-    ]))
+    ScriptedAgent::new("a")
+        .streaming()
+        .by_default(Plan::States(vec![
+            "TASK_STATE_WORKING",
+            "TASK_STATE_COMPLETED",
+        ]))
 }
 
 fn workflow() -> a2at_core::workflow::ValidatedWorkflow {
@@ -41,7 +43,11 @@ macro_rules! fault_suite {
             use super::*;
             use $rt as rt;
 
-            fn run(server: &LoopbackServer, proxy: &FaultProxy, retry: RetryPolicy) -> ExecutionResult {
+            fn run(
+                server: &LoopbackServer,
+                proxy: &FaultProxy,
+                retry: RetryPolicy,
+            ) -> ExecutionResult {
                 let base = format!("http://{}", proxy.addr());
                 let engine = rt::Engine::builder(server.cards_at(&base))
                     .task_budget(Duration::from_secs(10))
@@ -94,9 +100,11 @@ macro_rules! fault_suite {
 
             #[test]
             fn a_stream_that_breaks_every_time_fails_within_the_budget_listing_the_attempts() {
-                let server = LoopbackServer::spawn(vec![ScriptedAgent::new("a")
-                    .streaming()
-                    .by_default(Plan::States(vec!["TASK_STATE_WORKING"]))]);
+                let server = LoopbackServer::spawn(vec![
+                    ScriptedAgent::new("a")
+                        .streaming()
+                        .by_default(Plan::States(vec!["TASK_STATE_WORKING"])),
+                ]);
                 let proxy = FaultProxy::start(
                     server.addr(),
                     FaultPlan {
@@ -112,8 +120,15 @@ macro_rules! fault_suite {
                 };
                 let result = run(&server, &proxy, retry);
                 let t = &result.history[0];
-                assert_eq!(t.error_code.as_deref(), Some(codes::REMOTE_NO_RESPONSE), "{t:?}");
-                let attempts = t.error_details.as_ref().unwrap()["attempts"].as_array().unwrap().len();
+                assert_eq!(
+                    t.error_code.as_deref(),
+                    Some(codes::REMOTE_NO_RESPONSE),
+                    "{t:?}"
+                );
+                let attempts = t.error_details.as_ref().unwrap()["attempts"]
+                    .as_array()
+                    .unwrap()
+                    .len();
                 assert_eq!(attempts, 4, "three retries and the give-up: {t:?}");
                 assert_eq!(server.requests_to("a", "SendStreamingMessage").len(), 1);
                 assert_eq!(server.requests_to("a", "SubscribeToTask").len(), 3);

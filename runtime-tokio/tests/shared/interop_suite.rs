@@ -335,3 +335,109 @@ fn a_multi_step_workflow_with_fan_out_and_routing_runs_against_python_agents() {
         }
     });
 }
+
+#[test]
+#[ignore = "needs the Python interop peers: run tests/run"]
+fn an_answer_in_the_final_status_message_is_the_output_blocking_and_streaming() {
+    // The `replier` agent finishes with `TaskUpdater.complete(message)` and no artifact.
+    block_on(async {
+        for binding in BINDINGS {
+            for streaming in [false, true] {
+                let cards: Vec<AgentCard> = peers()
+                    .cards
+                    .iter()
+                    .cloned()
+                    .map(|mut c| {
+                        if c.name == "replier" {
+                            c.capabilities.streaming = Some(streaming);
+                        }
+                        c
+                    })
+                    .collect();
+                let engine = Engine::builder(cards)
+                    .preferred_binding(binding)
+                    .build()
+                    .unwrap();
+                let r = engine
+                    .execute(
+                        one_step("replier", "hi"),
+                        RunStart::default(),
+                        Arc::new(host()),
+                    )
+                    .await;
+                assert!(
+                    r.success,
+                    "{binding:?} streaming={streaming}: {:?}",
+                    r.history
+                );
+                assert_eq!(
+                    r.step_outputs["s"]["hi"],
+                    vec![json!("reply: hi")],
+                    "{binding:?} streaming={streaming}"
+                );
+            }
+        }
+    });
+}
+
+#[test]
+#[ignore = "needs the Python interop peers: run tests/run"]
+fn a_stream_reset_by_the_network_after_the_task_is_known_still_succeeds() {
+    use a2at_tests::fault_proxy::{FaultPlan, FaultProxy};
+    block_on(async {
+        for binding in BINDINGS {
+            let card = peers().cards.iter().find(|c| c.name == "paced").unwrap();
+            let url = card
+                .supported_interfaces
+                .iter()
+                .find(|i| i.protocol_binding == binding.as_str())
+                .expect("interface")
+                .url
+                .clone();
+            let authority = url.split('/').nth(2).unwrap();
+            let upstream = authority.parse().expect("socket address");
+            // The snapshot and WORKING reach the engine, then the connection breaks.
+            let proxy = FaultProxy::start(
+                upstream,
+                FaultPlan {
+                    cut_after_events: Some(2),
+                    cuts: 1,
+                    ..FaultPlan::default()
+                },
+            );
+            let mut proxied = card.clone();
+            for i in &mut proxied.supported_interfaces {
+                i.url = proxy.rewrite(&i.url);
+            }
+            let engine = Engine::builder(vec![proxied])
+                .preferred_binding(binding)
+                .task_budget(Duration::from_secs(30))
+                .build()
+                .unwrap();
+            let r = engine
+                .execute(
+                    one_step("paced", "go"),
+                    RunStart::default(),
+                    Arc::new(host()),
+                )
+                .await;
+            assert!(r.success, "{binding:?}: {:?}", r.history);
+            assert_eq!(
+                r.step_outputs["s"]["go"],
+                vec![json!("chunk1 "), json!("chunk2: go")],
+                "{binding:?}"
+            );
+            assert_eq!(proxy.cuts_done(), 1, "{binding:?}");
+            let (send, cancel) = match binding {
+                Binding::JsonRpc => ("\"SendStreamingMessage\"", "\"CancelTask\""),
+                _ => ("/message:stream", ":cancel"),
+            };
+            assert_eq!(proxy.count_sent(send), 1, "{binding:?}: one message sent");
+            assert_eq!(
+                proxy.count_sent(cancel),
+                0,
+                "{binding:?}: nothing cancelled"
+            );
+        }
+    });
+}
