@@ -889,12 +889,20 @@ impl Invocation {
     fn on_stream_end(&mut self, events: usize, env: &mut Env<'_>) -> Step {
         let open_task =
             self.remote_task_id.is_some() && !self.last_state.is_some_and(|s| s.is_terminal());
-        if self.exchange_kind.is_streaming() && open_task && env.config.retry.attempts > 0 {
-            // The stream should have lasted until a final or interrupted state.
-            let failure = Failure::new(
-                codes::EMPTY_STREAM,
-                "the stream ended before a final or interrupted task state",
-            );
+        let unanswered_send =
+            events == 0 && matches!(self.exchange_purpose, OpPurpose::Send | OpPurpose::Reply);
+        if self.exchange_kind.is_streaming()
+            && (open_task || unanswered_send)
+            && env.config.retry.attempts > 0
+        {
+            // The stream should have lasted until a final or interrupted state; an empty answer
+            // to a send leaves its outcome unknown.
+            let message = if events == 0 {
+                "the agent closed the response before any A2A event"
+            } else {
+                "the stream ended before a final or interrupted task state"
+            };
+            let failure = Failure::new(codes::EMPTY_STREAM, message);
             return self.recover(Fault::EndedEarly, failure, env);
         }
         if events == 0 {

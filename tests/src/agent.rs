@@ -211,6 +211,10 @@ pub enum Plan {
     /// A Notification-T subscription stream (see [`NotifyScript`]). A unary send is answered
     /// with the task in the state of the script's first state event.
     Notify(NotifyScript),
+    /// Stream these raw events verbatim (a misbehaving agent), after replacing the strings
+    /// `$TASK` and `$CTX` by the new task's id and the request's context id; the task's state
+    /// becomes the last state the events name.
+    Events(Vec<Value>),
 }
 
 /// One event of a scripted notification stream, for the task the send created.
@@ -787,6 +791,47 @@ impl ScriptedAgent {
                 });
                 self.next_task += 1;
                 with_delay(self.respond(req, json!({"message": msg}), true), delay)
+            }
+            Plan::Events(events) => {
+                self.next_task += 1;
+                let id = format!("{}-t{}", self.name, self.next_task);
+                let events: Vec<Value> = events
+                    .iter()
+                    .map(|e| {
+                        serde_json::from_str(
+                            &e.to_string()
+                                .replace("$TASK", &id)
+                                .replace("$CTX", &context_id),
+                        )
+                        .expect("still JSON")
+                    })
+                    .collect();
+                let state = events
+                    .iter()
+                    .rev()
+                    .find_map(|e| {
+                        e.pointer("/statusUpdate/status/state")
+                            .or_else(|| e.pointer("/task/status/state"))
+                            .and_then(Value::as_str)
+                    })
+                    .map_or("TASK_STATE_WORKING", |s| match s {
+                        "TASK_STATE_COMPLETED" => "TASK_STATE_COMPLETED",
+                        "TASK_STATE_FAILED" => "TASK_STATE_FAILED",
+                        _ => "TASK_STATE_WORKING",
+                    });
+                self.tasks.insert(
+                    id,
+                    TaskRecord {
+                        context_id,
+                        state,
+                        message: None,
+                        later: VecDeque::new(),
+                        text,
+                        negotiation: None,
+                        notify: None,
+                    },
+                );
+                with_delay(sse_reply(req, events, true), delay)
             }
             plan => {
                 self.next_task += 1;

@@ -13,7 +13,7 @@ use a2at_core::trace::Redaction;
 use a2at_core::workflow::parse_and_validate;
 use serde_json::{Value, json};
 
-use crate::agent::Negotiation;
+use crate::agent::{AgentFault, Negotiation};
 use crate::host::now;
 use crate::{Plan, ScriptedAgent, ScriptedHost, Sim, directory};
 
@@ -186,6 +186,30 @@ fn chain_request_bodies_redacted() -> Sim {
 }
 
 /// Every golden scenario, in fixture-name order.
+fn faults_reattach_and_resend() -> Sim {
+    let wf = json!({"steps": [{"name": "s", "subtasks": [
+        {"agent": "streamer", "description": "cut"}, {"agent": "busy", "description": "busy"},
+        {"agent": "lossy", "description": "lost"}]}]});
+    let agents = vec![
+        ScriptedAgent::new("streamer")
+            .streaming()
+            .by_default(Plan::States(vec![
+                "TASK_STATE_WORKING",
+                "TASK_STATE_COMPLETED",
+            ]))
+            .fault_on("SendStreamingMessage", 1, AgentFault::CutAfter(2)),
+        ScriptedAgent::new("busy").fault_on(
+            "SendMessage",
+            1,
+            AgentFault::Unavailable {
+                retry_after: Some(1),
+            },
+        ),
+        ScriptedAgent::new("lossy").fault_on("SendMessage", 1, AgentFault::Reset),
+    ];
+    sim(wf, agents, ScriptedHost::default(), seeded(9))
+}
+
 pub fn scenarios() -> Vec<GoldenScenario> {
     vec![
         GoldenScenario {
@@ -211,6 +235,12 @@ pub fn scenarios() -> Vec<GoldenScenario> {
             about: "conditional routing (one edge denied), fan-out, a streaming agent, polling, a join",
             redaction: Redaction::None,
             build: fan_out_join_routing,
+        },
+        GoldenScenario {
+            name: "faults_reattach_and_resend",
+            about: "a cut stream is resubscribed, a 503 send is resent after Retry-After, a lost answer is found with ListTasks",
+            redaction: Redaction::None,
+            build: faults_reattach_and_resend,
         },
         GoldenScenario {
             name: "host_cancel",

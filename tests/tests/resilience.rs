@@ -1,0 +1,331 @@
+//! Fault handling rules in the deterministic simulator: what is resent and with which message
+//! id, `Retry-After`, the budget bound, the retry events, and agents that misbehave on the wire.
+
+use std::time::Duration;
+
+use a2at_core::RetryPolicy;
+use a2at_core::host::{TaskStatus, codes};
+use a2at_core::run::{RunConfig, RunStart};
+use a2at_core::workflow::parse_and_validate;
+use a2at_tests::agent::AgentFault;
+use a2at_tests::{Plan, ScriptedAgent, ScriptedHost, Sim, SimOutcome, directory};
+use serde_json::{Value, json};
+
+fn run(agent: ScriptedAgent, config: RunConfig) -> SimOutcome {
+    let wf = parse_and_validate(
+        r#"{"steps": [{"name": "s", "subtasks": [{"agent": "a", "description": "x"}]}]}"#,
+    )
+    .unwrap();
+    let agents = vec![agent];
+    let dir = directory(&agents);
+    Sim::new(
+        wf,
+        dir,
+        agents,
+        ScriptedHost::default(),
+        config,
+        RunStart::default(),
+    )
+    .drive_bounded(100_000)
+}
+
+fn message_id(out: &SimOutcome, method: &str, n: usize) -> String {
+    out.requests_to("a", method)[n]
+        .message()
+        .and_then(|m| m.get("messageId"))
+        .and_then(Value::as_str)
+        .unwrap()
+        .to_owned()
+}
+
+#[test]
+fn a_send_that_never_reached_the_agent_goes_again_with_the_same_message_id() {
+    let agent = ScriptedAgent::new("a").fault_on(
+        "SendMessage",
+        1,
+        AgentFault::Unavailable { retry_after: None },
+    );
+    let out = run(agent, RunConfig::default());
+    assert!(out.result().success);
+    assert_eq!(out.requests_to("a", "SendMessage").len(), 2);
+    assert_eq!(
+        message_id(&out, "SendMessage", 0),
+        message_id(&out, "SendMessage", 1)
+    );
+}
+
+#[test]
+fn a_negotiation_reply_refused_by_an_overloaded_agent_is_resent_unchanged() {
+    use a2at_core::a2at::{NEGOTIATION_T_URI, Performative};
+    use a2at_core::host::{MessageContent, NegotiationReply};
+    use a2at_tests::agent::Negotiation;
+    use a2at_tests::host::now;
+    let agent = ScriptedAgent::new("a")
+        .by_default(Plan::Negotiate(Negotiation::rounds(1, 3)))
+        .fault_on(
+            "SendMessage",
+            2,
+            AgentFault::Unavailable { retry_after: None },
+        );
+    let host = ScriptedHost::default()
+        .on_task(|r| {
+            now(Ok(
+                MessageContent::text(r.instruction.clone()).with_extension(NEGOTIATION_T_URI)
+            ))
+        })
+        .on_negotiation(|r| {
+            now(Ok(NegotiationReply::Send {
+                content: r.reply(Performative::Accept, "Accept").unwrap(),
+            }))
+        });
+    let wf = parse_and_validate(
+        r#"{"steps": [{"name": "s", "subtasks": [{"agent": "a", "description": "x"}]}]}"#,
+    )
+    .unwrap();
+    let agents = vec![agent];
+    let dir = directory(&agents);
+    let out = Sim::new(
+        wf,
+        dir,
+        agents,
+        host,
+        RunConfig::default(),
+        RunStart::default(),
+    )
+    .drive_bounded(100_000);
+    assert!(out.result().success, "{:?}", out.result().history);
+    let sends = out.requests_to("a", "SendMessage");
+    assert_eq!(sends.len(), 3, "first send, refused reply, resent reply");
+    assert_eq!(
+        message_id(&out, "SendMessage", 1),
+        message_id(&out, "SendMessage", 2)
+    );
+    assert_ne!(
+        message_id(&out, "SendMessage", 0),
+        message_id(&out, "SendMessage", 1)
+    );
+    // One exchange with the host: resending is not asking again.
+    assert_eq!(out.events("negotiation_request").len(), 1);
+}
+
+#[test]
+fn retry_after_is_honoured_when_longer_than_the_backoff() {
+    let agent = ScriptedAgent::new("a").fault_on(
+        "SendMessage",
+        1,
+        AgentFault::Unavailable {
+            retry_after: Some(3),
+        },
+    );
+    let out = run(agent, RunConfig::default());
+    assert!(out.result().success);
+    let retries = out.events("agent_retry");
+    assert_eq!(retries.len(), 1);
+    assert_eq!(retries[0]["delay_ms"], 3000);
+    assert_eq!(retries[0]["action"], "resend");
+    assert_eq!(retries[0]["attempt"], 1);
+    assert_eq!(retries[0]["reason"], "a2a.http.503");
+}
+
+#[test]
+fn a_retry_that_cannot_start_inside_the_budget_gives_up_at_once() {
+    let agent = ScriptedAgent::new("a").fault_on(
+        "SendMessage",
+        1,
+        AgentFault::Unavailable {
+            retry_after: Some(60),
+        },
+    );
+    let config = RunConfig {
+        task_budget: Duration::from_secs(10),
+        ..RunConfig::default()
+    };
+    let out = run(agent, config);
+    let t = &out.result().history[0];
+    // The agent's own answer is the error, not a budget timeout ten seconds later.
+    assert_eq!(t.error_code.as_deref(), Some("a2a.http.503"), "{t:?}");
+    let attempts = t.error_details.as_ref().unwrap()["attempts"]
+        .as_array()
+        .unwrap();
+    assert_eq!(attempts.len(), 1);
+    assert_eq!(attempts[0]["next"], "give_up");
+    assert!(
+        attempts[0]["why"].as_str().unwrap().contains("budget"),
+        "{attempts:?}"
+    );
+    assert_eq!(out.requests_to("a", "SendMessage").len(), 1);
+    assert!(out.events("agent_retry").is_empty());
+}
+
+#[test]
+fn attempts_count_again_from_zero_after_a_successful_observation() {
+    // Three cuts in a row would exhaust a policy of two attempts; a successful resubscription
+    // in between resets the count.
+    let agent = ScriptedAgent::new("a")
+        .streaming()
+        .by_default(Plan::States(vec![
+            "TASK_STATE_WORKING",
+            "TASK_STATE_WORKING",
+            "TASK_STATE_COMPLETED",
+        ]))
+        .fault_on("SendStreamingMessage", 1, AgentFault::CutAfter(2))
+        .fault_on(
+            "SubscribeToTask",
+            1,
+            AgentFault::Unavailable { retry_after: None },
+        )
+        // The second resubscription delivers its snapshot and one more event, then breaks.
+        .fault_on("SubscribeToTask", 2, AgentFault::CutAfter(2))
+        .fault_on(
+            "SubscribeToTask",
+            3,
+            AgentFault::Unavailable { retry_after: None },
+        );
+    let config = RunConfig {
+        retry: RetryPolicy {
+            attempts: 2,
+            ..RetryPolicy::default()
+        },
+        ..RunConfig::default()
+    };
+    let out = run(agent, config);
+    assert!(out.result().success, "{:?}", out.result().history);
+    let attempts: Vec<u64> = out
+        .events("agent_retry")
+        .iter()
+        .map(|e| e["attempt"].as_u64().unwrap())
+        .collect();
+    assert_eq!(attempts, [1, 2, 1, 2]);
+}
+
+#[test]
+fn retry_events_follow_the_run_event_selection() {
+    let agent = ScriptedAgent::new("a").fault_on(
+        "SendMessage",
+        1,
+        AgentFault::Unavailable { retry_after: None },
+    );
+    let config = RunConfig {
+        events: a2at_core::EventSelection::None,
+        ..RunConfig::default()
+    };
+    let out = run(agent, config);
+    assert!(out.result().success);
+    assert!(out.events("agent_retry").is_empty());
+}
+
+fn events_agent(events: Vec<Value>) -> ScriptedAgent {
+    ScriptedAgent::new("a")
+        .streaming()
+        .by_default(Plan::Events(events))
+}
+
+fn task(state: &str) -> Value {
+    json!({"task": {"id": "$TASK", "contextId": "$CTX", "status": {"state": state}}})
+}
+
+fn status(state: &str) -> Value {
+    json!({"statusUpdate": {"taskId": "$TASK", "contextId": "$CTX", "status": {"state": state}}})
+}
+
+fn artifact(text: &str, append: bool) -> Value {
+    json!({"artifactUpdate": {"taskId": "$TASK", "contextId": "$CTX", "append": append,
+        "artifact": {"artifactId": "r", "parts": [{"text": text}]}}})
+}
+
+#[test]
+fn duplicate_final_events_and_late_chunks_are_not_counted() {
+    let out = run(
+        events_agent(vec![
+            task("TASK_STATE_SUBMITTED"),
+            artifact("answer", false),
+            status("TASK_STATE_COMPLETED"),
+            status("TASK_STATE_COMPLETED"),
+            artifact(" late", true),
+            status("TASK_STATE_FAILED"),
+        ]),
+        RunConfig::default(),
+    );
+    let r = out.result();
+    assert!(r.success);
+    assert_eq!(r.history.len(), 1);
+    assert_eq!(r.history[0].outputs, vec![json!("answer")]);
+    assert_eq!(out.events("task_response").len(), 1);
+    assert!(out.requests_to("a", "CancelTask").is_empty());
+}
+
+#[test]
+fn the_first_final_state_decides() {
+    let out = run(
+        events_agent(vec![
+            task("TASK_STATE_WORKING"),
+            status("TASK_STATE_FAILED"),
+            status("TASK_STATE_COMPLETED"),
+        ]),
+        RunConfig::default(),
+    );
+    let t = &out.result().history[0];
+    assert_eq!(t.status, TaskStatus::Failed);
+    assert_eq!(t.error_code.as_deref(), Some(codes::REMOTE_TASK_FAILED));
+}
+
+#[test]
+fn a_task_id_that_changes_mid_stream_is_a_protocol_error_and_the_known_task_is_cancelled() {
+    let out = run(
+        events_agent(vec![
+            task("TASK_STATE_WORKING"),
+            json!({"statusUpdate": {"taskId": "someone-else", "contextId": "$CTX",
+                "status": {"state": "TASK_STATE_COMPLETED"}}}),
+        ]),
+        RunConfig::default(),
+    );
+    let t = &out.result().history[0];
+    assert_eq!(
+        t.error_code.as_deref(),
+        Some(codes::REMOTE_IDENTITY_CHANGED)
+    );
+    assert!(t.error.as_ref().unwrap().contains("someone-else"));
+    let cancels = out.requests_to("a", "CancelTask");
+    assert_eq!(cancels.len(), 1);
+    assert_eq!(cancels[0].params["id"], "a-t1");
+}
+
+#[test]
+fn events_for_another_context_are_a_protocol_error() {
+    let out = run(
+        events_agent(vec![
+            json!({"task": {"id": "$TASK", "contextId": "not-ours",
+            "status": {"state": "TASK_STATE_COMPLETED"}}}),
+        ]),
+        RunConfig::default(),
+    );
+    let t = &out.result().history[0];
+    assert_eq!(
+        t.error_code.as_deref(),
+        Some(codes::REMOTE_IDENTITY_CHANGED)
+    );
+    assert!(t.outputs.is_empty());
+}
+
+#[test]
+fn the_snapshot_read_after_a_break_replaces_half_received_chunks() {
+    // The broken stream delivered half an artifact; the task finished meanwhile, and the
+    // snapshot read after the break holds its real artifacts. The half must not survive.
+    let out = run(
+        events_agent(vec![
+            task("TASK_STATE_SUBMITTED"),
+            artifact("half ", false),
+            artifact("rest", true),
+            status("TASK_STATE_COMPLETED"),
+        ])
+        .fault_on("SendStreamingMessage", 1, AgentFault::CutAfter(2)),
+        RunConfig::default(),
+    );
+    let t = &out.result().history[0];
+    assert_eq!(t.status, TaskStatus::Success, "{t:?}");
+    assert_eq!(t.outputs, vec![json!("done: x")]);
+    // Refused for a final task, the resubscription falls back to one GetTask.
+    assert_eq!(out.requests_to("a", "SubscribeToTask").len(), 1);
+    assert_eq!(out.requests_to("a", "GetTask").len(), 1);
+    assert_eq!(out.requests_to("a", "SendStreamingMessage").len(), 1);
+}
