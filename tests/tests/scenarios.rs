@@ -625,9 +625,11 @@ fn a_pre_creation_rejection_projects_to_a_stable_a2a_code_without_retry() {
 }
 
 #[test]
-fn a_response_without_any_event_fails_at_once() {
+fn a_response_without_any_event_is_looked_up_once_then_fails() {
     // A stream that closes before any event is an empty stream (ER-7); an empty unary body is
-    // not a valid response at all.
+    // not a valid response at all. Either leaves the send's outcome unknown: the engine looks
+    // for the task by its context once (none exists here) and fails with that first error.
+    // Without retries it fails at once.
     for (agent, code) in [
         (ScriptedAgent::new("mute").streaming(), codes::EMPTY_STREAM),
         (
@@ -639,7 +641,19 @@ fn a_response_without_any_event_fails_at_once() {
         let agent = agent.by_default(Plan::Empty);
         let wf =
             json!({"steps": [{"name": "s", "subtasks": [{"agent": "mute", "description": "x"}]}]});
-        let out = run(wf, vec![agent], ScriptedHost::default());
+        let out = run(wf.clone(), vec![agent.clone()], ScriptedHost::default());
+        assert_eq!(out.result().history[0].error_code.as_deref(), Some(code));
+        assert_eq!(out.requests_to("mute", "ListTasks").len(), 1);
+        assert_eq!(
+            out.requests_to("mute", "SendMessage").len()
+                + out.requests_to("mute", "SendStreamingMessage").len(),
+            1
+        );
+        let fail_fast = RunConfig {
+            retry: a2at_core::RetryPolicy::FAIL_FAST,
+            ..RunConfig::default()
+        };
+        let out = run_with(wf, vec![agent], ScriptedHost::default(), fail_fast);
         assert_eq!(out.result().history[0].error_code.as_deref(), Some(code));
         assert!(
             out.end < a2at_core::Timestamp::from_millis(100),
@@ -787,7 +801,19 @@ fn a_stream_that_ends_before_a_final_state_is_followed_by_get_task_polling() {
         ]));
         let wf =
             json!({"steps": [{"name": "s", "subtasks": [{"agent": "alpha", "description": "x"}]}]});
-        let out = run(wf, vec![agent], ScriptedHost::default());
+        // Without retries the task is polled; with them (the default) it is resubscribed.
+        let fail_fast = RunConfig {
+            retry: a2at_core::RetryPolicy::FAIL_FAST,
+            ..RunConfig::default()
+        };
+        let resubscribed = run(wf.clone(), vec![agent.clone()], ScriptedHost::default());
+        assert!(resubscribed.result().success);
+        assert_eq!(
+            resubscribed.requests_to("alpha", "SubscribeToTask").len(),
+            1
+        );
+        assert_eq!(resubscribed.requests_to("alpha", "GetTask").len(), 0);
+        let out = run_with(wf, vec![agent], ScriptedHost::default(), fail_fast);
         assert!(out.result().success, "{:?}", out.result().history[0].error);
         assert_eq!(out.requests_to("alpha", "SendStreamingMessage").len(), 1);
         assert_eq!(out.requests_to("alpha", "GetTask").len(), 1);
