@@ -6,6 +6,7 @@
 pub mod agent;
 pub mod capture;
 pub mod conformance;
+pub mod fault_mix;
 pub mod fault_proxy;
 #[cfg(feature = "fuzzing")]
 pub mod fuzz_bodies;

@@ -1,0 +1,162 @@
+//! Seeded soak: many runs with random transient faults on the tokio and the smol engine over
+//! loopback HTTP. Each run's result must equal the fault-free run of the same workflow in the
+//! simulator, every subtask must be in the history, no message may reach an agent twice unless
+//! it was an announced resend of a refused send, and no task may be cancelled.
+//!
+//! `A2AT_SOAK_RUNS` sets the runs per runtime (default 25; the long form is 1000 or more, e.g.
+//! `A2AT_SOAK_RUNS=1000 cargo test --release -p a2at-tests --test fault_soak`), and
+//! `A2AT_SOAK_SEED` the first seed.
+
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use a2at_core::run::{RunConfig, RunStart};
+use a2at_core::workflow::parse_and_validate;
+use a2at_core::{IdGenerator, RetryPolicy};
+use a2at_tests::conformance::ScriptedControlPoint;
+use a2at_tests::fault_mix::{AgentSpec, comparable, names, repeated_message_ids, workflow};
+use a2at_tests::loopback::LoopbackServer;
+use a2at_tests::{ScriptedAgent, ScriptedHost, Sim, directory};
+use serde_json::Value;
+
+fn env_u64(name: &str, default: u64) -> u64 {
+    std::env::var(name)
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(default)
+}
+
+fn retry() -> RetryPolicy {
+    RetryPolicy {
+        attempts: 5,
+        base_delay: Duration::from_millis(5),
+        max_delay: Duration::from_millis(50),
+    }
+}
+
+fn specs(seed: u64) -> Vec<AgentSpec> {
+    let mut rng = IdGenerator::new(seed);
+    let n = 1 + (rng.next_u64() % 3) as usize;
+    (0..n)
+        .map(|_| AgentSpec::random(|| rng.next_u64()))
+        .collect()
+}
+
+fn clean_result(specs: &[AgentSpec], seed: u64) -> Value {
+    let wf = parse_and_validate(&workflow(specs.len()).to_string()).unwrap();
+    let agents: Vec<ScriptedAgent> = names(specs.len())
+        .iter()
+        .zip(specs)
+        .map(|(n, s)| s.agent(n, false))
+        .collect();
+    let dir = directory(&agents);
+    let config = RunConfig {
+        seed,
+        retry: retry(),
+        ..RunConfig::default()
+    };
+    let out = Sim::new(
+        wf,
+        dir,
+        agents,
+        ScriptedHost::default(),
+        config,
+        RunStart::default(),
+    )
+    .drive_bounded(200_000);
+    comparable(out.result())
+}
+
+macro_rules! soak {
+    ($name:ident, $rt:ident, $block_on:expr, $sleep:expr) => {
+        #[test]
+        fn $name() {
+            use $rt as rt;
+            let runs = env_u64("A2AT_SOAK_RUNS", 25);
+            let first = env_u64("A2AT_SOAK_SEED", 1);
+            let mut retried = 0usize;
+            for seed in first..first + runs {
+                let specs = specs(seed);
+                let agents: Vec<ScriptedAgent> = names(specs.len())
+                    .iter()
+                    .zip(&specs)
+                    .map(|(n, s)| s.agent(n, true))
+                    .collect();
+                let server = LoopbackServer::spawn(agents);
+                let engine = rt::Engine::builder(server.cards())
+                    .task_budget(Duration::from_secs(20))
+                    .poll_interval(Duration::from_millis(5))
+                    .retry(retry())
+                    .seed(rt::SeedSource::Fixed(seed))
+                    .build()
+                    .expect("engine");
+                let host = Arc::new(ScriptedControlPoint::new(ScriptedHost::default(), $sleep));
+                let wf = parse_and_validate(&workflow(specs.len()).to_string()).unwrap();
+                let events = Arc::new(Mutex::new(Vec::new()));
+                let sink = events.clone();
+                let result = ($block_on)(
+                    engine
+                        .run(wf, host)
+                        .event_sink(move |e| {
+                            if e.type_str() == "agent_retry" {
+                                sink.lock().unwrap().push(e.data.clone());
+                            }
+                        })
+                        .execute(),
+                );
+                let context = format!("seed {seed}: {specs:?}");
+                assert_eq!(comparable(&result), clean_result(&specs, seed), "{context}");
+                // Every subtask is accounted for: n chain steps plus the n-way fan-out.
+                if result.success {
+                    assert_eq!(result.history.len(), 2 * specs.len(), "{context}");
+                }
+                let events = events.lock().unwrap();
+                retried += events.len();
+                for name in names(specs.len()) {
+                    let ids: Vec<String> = server
+                        .requests(&name)
+                        .iter()
+                        .filter(|r| r.method == "SendMessage" || r.method == "SendStreamingMessage")
+                        .filter_map(|r| {
+                            r.message()
+                                .and_then(|m| m.get("messageId"))
+                                .and_then(Value::as_str)
+                                .map(str::to_owned)
+                        })
+                        .collect();
+                    let resent = events
+                        .iter()
+                        .filter(|e| e["agent"] == name.as_str() && e["action"] == "resend")
+                        .count();
+                    assert_eq!(repeated_message_ids(&ids), resent, "{context}");
+                    assert!(
+                        server.requests_to(&name, "CancelTask").is_empty(),
+                        "{context}"
+                    );
+                }
+            }
+            println!("{}: {runs} runs, {retried} retries", stringify!($name));
+        }
+    };
+}
+
+fn tokio_block_on<F: std::future::Future>(f: F) -> F::Output {
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("tokio runtime")
+        .block_on(f)
+}
+
+fn tokio_sleep(d: Duration) -> std::pin::Pin<Box<dyn std::future::Future<Output = ()> + Send>> {
+    Box::pin(tokio::time::sleep(d))
+}
+
+fn smol_sleep(d: Duration) -> std::pin::Pin<Box<dyn std::future::Future<Output = ()> + Send>> {
+    Box::pin(async move {
+        smol::Timer::after(d).await;
+    })
+}
+
+soak!(soak_on_tokio, a2at_tokio, tokio_block_on, tokio_sleep);
+soak!(soak_on_smol, a2at_smol, smol::block_on, smol_sleep);
