@@ -185,7 +185,6 @@ fn chain_request_bodies_redacted() -> Sim {
     chain()
 }
 
-/// Every golden scenario, in fixture-name order.
 fn faults_reattach_and_resend() -> Sim {
     let wf = json!({"steps": [{"name": "s", "subtasks": [
         {"agent": "streamer", "description": "cut"}, {"agent": "busy", "description": "busy"},
@@ -210,6 +209,7 @@ fn faults_reattach_and_resend() -> Sim {
     sim(wf, agents, ScriptedHost::default(), seeded(9))
 }
 
+/// Every golden scenario, in fixture-name order.
 pub fn scenarios() -> Vec<GoldenScenario> {
     vec![
         GoldenScenario {
