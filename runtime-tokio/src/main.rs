@@ -105,6 +105,15 @@ enum Command {
         /// Budget of each task activation in seconds (default 600).
         #[arg(long)]
         task_budget_secs: Option<u64>,
+        /// Consecutive faults retried per subtask (default 5; 0 fails on the first fault).
+        #[arg(long)]
+        retry_attempts: Option<u32>,
+        /// Delay before the first retry in milliseconds, doubled per attempt (default 200).
+        #[arg(long)]
+        retry_base_delay_ms: Option<u64>,
+        /// Longest delay between retries in milliseconds (default 5000).
+        #[arg(long)]
+        retry_max_delay_ms: Option<u64>,
     },
     /// Query an agent card registry.
     Registry {
@@ -157,7 +166,15 @@ fn main() -> ExitCode {
             tls,
             binding,
             task_budget_secs,
+            retry_attempts,
+            retry_base_delay_ms,
+            retry_max_delay_ms,
         }) => run_cmd::run(run_cmd::RunOptions {
+            retry: run_cmd::RetryArgs {
+                attempts: retry_attempts,
+                base_delay_ms: retry_base_delay_ms,
+                max_delay_ms: retry_max_delay_ms,
+            },
             credentials,
             env_file,
             login_timeout: login_timeout_secs.map(std::time::Duration::from_secs),

@@ -371,6 +371,30 @@ pub(crate) struct RunOptions {
     pub tls: crate::discover_cmd::TlsArgs,
     pub binding: Option<Binding>,
     pub task_budget: Option<Duration>,
+    pub retry: RetryArgs,
+}
+
+/// The retry options of `a2at run`; each one left out keeps its default.
+pub(crate) struct RetryArgs {
+    pub attempts: Option<u32>,
+    pub base_delay_ms: Option<u64>,
+    pub max_delay_ms: Option<u64>,
+}
+
+impl RetryArgs {
+    fn policy(&self) -> a2at_tokio::RetryPolicy {
+        let mut policy = a2at_tokio::RetryPolicy::default();
+        if let Some(n) = self.attempts {
+            policy.attempts = n;
+        }
+        if let Some(ms) = self.base_delay_ms {
+            policy.base_delay = Duration::from_millis(ms);
+        }
+        if let Some(ms) = self.max_delay_ms {
+            policy.max_delay = Duration::from_millis(ms);
+        }
+        policy
+    }
 }
 
 /// Runs the command: exit code 0 on success, 1 when the run failed, 2 for unusable input.
@@ -411,6 +435,7 @@ fn prepare_and_run(opts: RunOptions) -> Result<bool, String> {
     if let Some(budget) = opts.task_budget {
         builder = builder.task_budget(budget);
     }
+    builder = builder.retry(opts.retry.policy());
     let engine = builder.build().map_err(|e| e.to_string())?;
     let events_file = match &opts.events {
         Some(p) => Some(

@@ -190,3 +190,59 @@ fn an_unknown_key_in_the_policy_is_a_usage_error() {
     assert_eq!(code, 2);
     assert!(err.contains("rutes"), "{err}");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn retry_flags_set_the_policy_and_bad_values_are_refused() {
+    use a2at_tests::agent::AgentFault;
+    let dir = scratch("retry");
+    let one =
+        json!({"steps": [{"name": "s", "subtasks": [{"agent": "busy", "description": "x"}]}]});
+    let host = json!({"content": {"default": {"parts": [{"text": "{description}"}]}}});
+    let base_args = |cards: &Value, extra: &[&str]| -> Vec<String> {
+        let mut args: Vec<String> = vec![
+            "run".into(),
+            "--workflow".into(),
+            write(&dir, "wf.json", &one).display().to_string(),
+            "--cards".into(),
+            write(&dir, "cards.json", cards).display().to_string(),
+            "--host".into(),
+            write(&dir, "host.json", &host).display().to_string(),
+        ];
+        args.extend(extra.iter().map(|s| s.to_string()));
+        args
+    };
+    let busy = || {
+        ScriptedAgent::new("busy").fault_on(
+            "SendMessage",
+            1,
+            AgentFault::Unavailable { retry_after: None },
+        )
+    };
+    // Fail fast: the 503 ends the run.
+    let server = LoopbackServer::start(vec![busy()]).await;
+    let cards = Value::Array(server.cards().iter().map(|c| c.to_json()).collect());
+    let (code, _, _) = run_cli(&base_args(&cards, &["--retry-attempts", "0"]));
+    assert_eq!(code, 1);
+    assert_eq!(server.requests_to("busy", "SendMessage").len(), 1);
+    // Retries on: the message goes again and the run succeeds.
+    let server = LoopbackServer::start(vec![busy()]).await;
+    let cards = Value::Array(server.cards().iter().map(|c| c.to_json()).collect());
+    let (code, out, err) = run_cli(&base_args(
+        &cards,
+        &[
+            "--retry-attempts",
+            "2",
+            "--retry-base-delay-ms",
+            "10",
+            "--retry-max-delay-ms",
+            "20",
+        ],
+    ));
+    assert_eq!(code, 0, "{out}\n{err}");
+    assert_eq!(server.requests_to("busy", "SendMessage").len(), 2);
+    // A zero base delay with retries on would spin: refused before anything is sent.
+    let (code, _, err) = run_cli(&base_args(&cards, &["--retry-base-delay-ms", "0"]));
+    assert_eq!(code, 2);
+    assert!(err.contains("retry.base_delay"), "{err}");
+    assert_eq!(server.requests_to("busy", "SendMessage").len(), 2);
+}
