@@ -6,6 +6,11 @@
 //! the same remote task identity throughout (TT-6, TT-14), and decides success only on
 //! `TASK_STATE_COMPLETED` or a standalone message (TT-12).
 //!
+//! Faults of the network or of an overloaded agent follow [`crate::retry`]: a send that
+//! provably never reached the agent is sent again unchanged, a known task whose observation
+//! broke is found again with `SubscribeToTask` or `GetTask` (phase `Backoff`, then a new
+//! exchange), and a send whose answer was lost is looked up with `ListTasks` by context id.
+//!
 //! ## Negotiation-T rules (NG-1..NG-24)
 //!
 //! * Activation is the host's choice: the first content must list the Negotiation-T URI in
