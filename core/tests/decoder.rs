@@ -338,3 +338,71 @@ fn numeric_jsonrpc_ids_match_their_text() {
         ResponseItem::Event(StreamResponse::Task(_))
     ));
 }
+
+#[test]
+fn list_tasks_yields_one_task_event_per_listed_task_on_both_bindings() {
+    // As the Python SDK prints it: every field, defaults included (a2a-wire P20).
+    let listed = json!({"tasks": [
+        {"id": "t1", "contextId": "c", "status": {"state": "TASK_STATE_WORKING"}, "artifacts": [], "history": []},
+        {"id": "t2", "contextId": "c", "status": {"state": "TASK_STATE_COMPLETED"}}
+    ], "nextPageToken": "", "pageSize": 50, "totalSize": 2});
+    let rpc = json!({"jsonrpc": "2.0", "id": "r1", "result": listed});
+    for (binding, body) in [(Binding::JsonRpc, &rpc), (Binding::HttpJson, &listed)] {
+        let bytes = body.to_string();
+        let items = decode_with(
+            binding,
+            CallKind::ListTasks,
+            "r1",
+            200,
+            &head("application/json"),
+            bytes.as_bytes(),
+            7,
+        );
+        assert_eq!(
+            describe(&items),
+            [
+                "task:TASK_STATE_WORKING",
+                "task:TASK_STATE_COMPLETED",
+                "end:2"
+            ],
+            "{binding:?}"
+        );
+        let ResponseItem::Event(StreamResponse::Task(second)) = &items[1] else {
+            panic!("task expected");
+        };
+        assert_eq!(second.id, "t2");
+    }
+    // An empty listing, and one without any `tasks` field, list nothing.
+    for empty in [json!({"tasks": [], "nextPageToken": ""}), json!({})] {
+        let items = decode_with(
+            Binding::HttpJson,
+            CallKind::ListTasks,
+            "r1",
+            200,
+            &head("application/json"),
+            empty.to_string().as_bytes(),
+            64,
+        );
+        assert_eq!(describe(&items), ["end:0"]);
+    }
+    // A listing that is not a list, or holds an invalid task, is malformed as a whole.
+    for bad in [
+        json!({"tasks": {"id": "t1"}}),
+        json!({"tasks": [{"id": "t1", "status": {"state": "TASK_STATE_WORKING"}}, {"status": 3}]}),
+    ] {
+        let items = decode_with(
+            Binding::HttpJson,
+            CallKind::ListTasks,
+            "r1",
+            200,
+            &head("application/json"),
+            bad.to_string().as_bytes(),
+            64,
+        );
+        assert_eq!(
+            describe(&items),
+            ["malformed:a2a.invalid_agent_response", "end:0"],
+            "{bad}"
+        );
+    }
+}

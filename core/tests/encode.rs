@@ -273,3 +273,52 @@ fn client_messages_carry_role_user_on_the_wire() {
     assert!(text.contains(r#""role":"ROLE_USER""#), "{text}");
     assert!(!text.contains("ROLE_AGENT"));
 }
+
+#[test]
+fn list_tasks_filters_by_context_on_both_bindings() {
+    use a2at_core::a2a::CallKind;
+    let call = A2aCall::ListTasks {
+        context_id: "ctx 1",
+        page_size: Some(10),
+    };
+    assert_eq!(call.kind(), CallKind::ListTasks);
+    assert!(!call.kind().is_streaming());
+    let rpc = encode_call(
+        &endpoint(Binding::JsonRpc, "http://a/rpc", Some("t")),
+        &call,
+        "id-1",
+        &[],
+    );
+    assert_eq!(rpc.method, HttpMethod::Post);
+    assert_eq!(
+        body(&rpc),
+        json!({"jsonrpc": "2.0", "id": "id-1", "method": "ListTasks",
+            "params": {"tenant": "t", "contextId": "ctx 1", "pageSize": 10, "historyLength": 0}})
+    );
+    let rest = encode_call(
+        &endpoint(Binding::HttpJson, "http://a/rest/", None),
+        &call,
+        "id-1",
+        &[],
+    );
+    assert_eq!(rest.method, HttpMethod::Get);
+    assert_eq!(
+        rest.url,
+        "http://a/rest/tasks?contextId=ctx%201&historyLength=0&pageSize=10"
+    );
+    assert!(rest.body.is_empty());
+    assert_eq!(header(&rest, "Accept"), Some("application/json"));
+    let unpaged = encode_call(
+        &endpoint(Binding::HttpJson, "http://a/rest", None),
+        &A2aCall::ListTasks {
+            context_id: "c",
+            page_size: None,
+        },
+        "id-1",
+        &[],
+    );
+    assert_eq!(
+        unpaged.url,
+        "http://a/rest/tasks?contextId=c&historyLength=0"
+    );
+}
