@@ -1168,6 +1168,31 @@ mod tests {
     }
 
     #[test]
+    fn the_retry_policy_round_trips_and_old_traces_replay_without_retries() {
+        let config = RunConfig {
+            retry: RetryPolicy {
+                attempts: 7,
+                base_delay: Duration::from_millis(30),
+                max_delay: Duration::from_millis(900),
+            },
+            ..RunConfig::default()
+        };
+        let mirror = TraceConfig::from_run_config(&config);
+        let text = serde_json::to_value(&mirror).unwrap();
+        assert_eq!(
+            text["retry"],
+            serde_json::json!({"attempts": 7, "base_delay_us": 30000, "max_delay_us": 900000})
+        );
+        let back: TraceConfig = serde_json::from_value(text.clone()).unwrap();
+        assert_eq!(back.to_run_config(0).retry, config.retry);
+        // A trace written before retries existed has no `retry`: it ran without any.
+        let mut old = text;
+        old.as_object_mut().unwrap().remove("retry");
+        let old: TraceConfig = serde_json::from_value(old).unwrap();
+        assert_eq!(old.to_run_config(0).retry, RetryPolicy::FAIL_FAST);
+    }
+
+    #[test]
     fn digests_are_stable() {
         assert_eq!(digest(b""), "fnv64:cbf29ce484222325");
         assert_eq!(digest(b"a"), "fnv64:af63dc4c8601ec8c");
