@@ -26,8 +26,9 @@ use crate::a2a::types::{
 };
 use serde_json::{Map, Number, Value};
 
-/// How deep `google.protobuf.Struct`/`ListValue` may nest inside one metadata map or data part
-/// before decoding gives up with [`WireError::TooDeep`]; bounds the decoder's recursion.
+/// How many `google.protobuf.Struct`/`ListValue` levels may nest in one metadata map or data
+/// part, the outermost counting as one; deeper input is [`WireError::TooDeep`]. Bounds the
+/// decoder's recursion.
 pub const MAX_STRUCT_DEPTH: usize = 64;
 
 /// A message with a protobuf encoding in the `lf.a2a.v1` schema.
@@ -370,7 +371,7 @@ fn read_part(b: &[u8]) -> Result<Part, WireError> {
             1 => content = Some(PartContent::Text(f.string()?)),
             2 => content = Some(PartContent::Raw(f.bytes()?.to_vec())),
             3 => content = Some(PartContent::Url(f.string()?)),
-            4 => content = Some(PartContent::Data(read_value(f.bytes()?, 1)?)),
+            4 => content = Some(PartContent::Data(read_value(f.bytes()?, 0)?)),
             5 => p.metadata = metadata(&f)?,
             6 => p.filename = f.opt_string()?,
             7 => p.media_type = f.opt_string()?,
