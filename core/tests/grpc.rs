@@ -1184,7 +1184,10 @@ fn trailers_only_and_plain_http_errors_are_rejected() {
 
     let out = unary(
         CallKind::SendMessage,
-        (503, trailers(&[("content-type", "text/plain")])),
+        (
+            503,
+            trailers(&[("content-type", "text/plain"), ("Retry-After", "7")]),
+        ),
         b"upstream connect error",
         None,
     );
@@ -1193,8 +1196,70 @@ fn trailers_only_and_plain_http_errors_are_rejected() {
             assert_eq!(e.code, "a2a.http.503");
             assert_eq!(e.http_status, Some(503));
             assert_eq!(e.message, "upstream connect error");
+            assert_eq!(e.retry_after.as_deref(), Some("7"));
         }
         other => panic!("{other:?}"),
     }
     assert_eq!(out.len(), 2);
+}
+
+// ---- properties -----------------------------------------------------------------------------
+
+mod properties {
+    use super::*;
+    use proptest::prelude::*;
+
+    /// JSON values a `google.protobuf.Value` can hold exactly: numbers are finite doubles.
+    fn json_value() -> impl Strategy<Value = Value> {
+        let leaf = prop_oneof![
+            Just(Value::Null),
+            any::<bool>().prop_map(Value::Bool),
+            any::<f64>()
+                .prop_filter("finite", |f| f.is_finite())
+                .prop_map(|f| json!(f)),
+            ".{0,12}".prop_map(Value::String),
+        ];
+        leaf.prop_recursive(6, 48, 6, |inner| {
+            prop_oneof![
+                proptest::collection::vec(inner.clone(), 0..6).prop_map(Value::Array),
+                proptest::collection::vec((".{0,8}", inner), 0..6)
+                    .prop_map(|kv| Value::Object(kv.into_iter().collect())),
+            ]
+        })
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(256))]
+
+        #[test]
+        fn data_parts_and_metadata_round_trip(v in json_value(), key in ".{0,8}") {
+            let mut p = Part::data(v.clone());
+            p.metadata = Some(std::iter::once((key, v)).collect());
+            let back = Part::decode_proto(&p.encode_proto()).unwrap();
+            prop_assert_eq!(back, p);
+        }
+
+        #[test]
+        fn stream_items_do_not_depend_on_chunking(
+            cuts in proptest::collection::vec(any::<usize>(), 0..10),
+            status in prop_oneof![Just("0"), Just("5"), Just("14")],
+        ) {
+            let evs = stream_events();
+            let body = framed(&evs.iter().map(GrpcMessage::encode_proto).collect::<Vec<_>>());
+            let mut cuts: Vec<usize> = cuts.iter().map(|c| c % (body.len() + 1)).collect();
+            cuts.sort_unstable();
+            let mut d = GrpcResponseDecoder::new(CallKind::SendStreamingMessage, limits());
+            d.on_head(200, &grpc_head());
+            let mut out = Vec::new();
+            let mut last = 0;
+            for c in cuts.into_iter().chain([body.len()]) {
+                d.on_body(&body[last..c], &mut out);
+                last = c;
+            }
+            d.on_trailers(&trailers(&[("grpc-status", status)]), &mut out);
+            d.on_end(&mut out);
+            prop_assert_eq!(events(&out), evs);
+            prop_assert_eq!(out.len(), if status == "0" { 5 } else { 6 });
+        }
+    }
 }

@@ -3,7 +3,7 @@
 use super::frame::{FrameDecoder, FrameError, encode_frame};
 use super::messages::{
     CancelTaskRequest, GetTaskRequest, GrpcMessage, ListTasksRequest, ListTasksResponse,
-    SendMessageResponse, SubscribeToTaskRequest,
+    SendMessageResponse, SubscribeToTaskRequest, encode_send_request,
 };
 use super::status::{GrpcStatusError, has_status, status_from_trailers};
 use super::wire::WireError;
@@ -11,7 +11,7 @@ use crate::a2a::binding::extensions_header;
 use crate::a2a::binding::{A2A_VERSION, A2aCall, CallKind, DecodeLimits, ResponseItem};
 use crate::a2a::error::{ProtocolError, codes, redact_str};
 use crate::a2a::protojson::short;
-use crate::a2a::types::{SendMessageRequest, StreamResponse, Task};
+use crate::a2a::types::{StreamResponse, Task};
 use core::time::Duration;
 
 /// The fully qualified service name.
@@ -75,12 +75,8 @@ pub fn encode_grpc_call(
     let ep_tenant = endpoint_tenant.filter(|t| !t.is_empty()).map(str::to_owned);
     let message = match call {
         A2aCall::SendMessage(r) | A2aCall::SendStreamingMessage(r) => {
-            let tenant = r.tenant.clone().filter(|t| !t.is_empty()).or(ep_tenant);
-            SendMessageRequest {
-                tenant,
-                ..(*r).clone()
-            }
-            .encode_proto()
+            let tenant = r.tenant.as_deref().filter(|t| !t.is_empty());
+            encode_send_request(r, tenant.or(ep_tenant.as_deref()))
         }
         A2aCall::GetTask {
             task_id,
@@ -175,6 +171,8 @@ pub struct GrpcResponseDecoder {
     status_seen: bool,
     events: usize,
     ended: bool,
+    /// `Retry-After` of the head (a proxy's 429/503), verbatim.
+    retry_after: Option<String>,
 }
 
 const HTTP_BODY_KEPT: usize = 4096;
@@ -198,12 +196,20 @@ impl GrpcResponseDecoder {
             status_seen: false,
             events: 0,
             ended: false,
+            retry_after: None,
         }
     }
 
     /// Records the HTTP status and response headers (names compared case-insensitively). A
-    /// `grpc-status` here makes it a trailers-only response.
+    /// `grpc-status` here makes it a trailers-only response; otherwise a status other than 200
+    /// is an HTTP error (`a2a.http.<status>`, as in the JSON bindings), and a content type other
+    /// than `application/grpc` or `application/grpc+proto` is not gRPC (a missing one is
+    /// accepted). `Retry-After` is kept for the errors of this response.
     pub fn on_head(&mut self, status: u16, headers: &[(String, String)]) {
+        self.retry_after = headers
+            .iter()
+            .find(|(k, _)| k.eq_ignore_ascii_case("retry-after"))
+            .map(|(_, v)| v.trim().to_owned());
         if has_status(headers) {
             self.mode = Mode::TrailersOnly(headers.to_vec());
             return;
@@ -320,7 +326,10 @@ impl GrpcResponseDecoder {
         out: &mut Vec<ResponseItem>,
     ) {
         match status {
-            Ok(Some(err)) => out.push(ResponseItem::Rejected(err)),
+            Ok(Some(err)) => out.push(ResponseItem::Rejected(ProtocolError {
+                retry_after: self.retry_after.clone(),
+                ..err
+            })),
             Ok(None) if self.kind.is_streaming() || self.frames_failed => {}
             Ok(None) => match self.pending.take() {
                 Some(Ok(events)) => {
@@ -349,6 +358,7 @@ impl GrpcResponseDecoder {
                 let text = String::from_utf8_lossy(&body);
                 out.push(ResponseItem::Rejected(ProtocolError {
                     http_status: Some(status),
+                    retry_after: self.retry_after.clone(),
                     ..ProtocolError::malformed(
                         &format!("a2a.http.{status}"),
                         redact_str(&short(text.trim())),

@@ -654,7 +654,18 @@ grpc_message!(
 );
 
 fn write_send_request(s: &SendMessageRequest, w: &mut Writer) {
-    w.opt_string(1, s.tenant.as_deref());
+    write_send_request_with_tenant(s, s.tenant.as_deref(), w);
+}
+
+/// The request's bytes with `tenant` in place of its own, without copying the message.
+pub(crate) fn encode_send_request(s: &SendMessageRequest, tenant: Option<&str>) -> Vec<u8> {
+    let mut w = Writer::new();
+    write_send_request_with_tenant(s, tenant, &mut w);
+    w.into_bytes()
+}
+
+fn write_send_request_with_tenant(s: &SendMessageRequest, tenant: Option<&str>, w: &mut Writer) {
+    w.opt_string(1, tenant);
     w.message(2, |mw| write_message(&s.message, mw));
     if let Some(c) = &s.configuration {
         w.message(3, |cw| write_configuration(c, cw));
