@@ -9,7 +9,14 @@ use std::collections::VecDeque;
 use std::sync::Arc;
 use std::time::Duration;
 
-use a2at_core::a2a::{Binding, CallKind, DecodeLimits, ResponseDecoder, ResponseItem, SseDecoder};
+use a2at_core::a2a::grpc::{
+    CancelTaskRequest, GetTaskRequest, GrpcMessage, GrpcResponseDecoder, ListTasksRequest,
+    ListTasksResponse, SendMessageResponse, SubscribeToTaskRequest, status_from_trailers,
+};
+use a2at_core::a2a::{
+    Binding, CallKind, DecodeLimits, Message, ResponseDecoder, ResponseItem, SendMessageRequest,
+    SseDecoder, StreamResponse, Task,
+};
 use a2at_core::a2at::{NEGOTIATION_T_URI, Performative};
 use a2at_core::host::{
     HostError, HostReply, HostRequest, MessageContent, NegotiationReply, RouteDecision, TaskResult,
@@ -74,6 +81,93 @@ pub fn response_decoder(data: &[u8]) {
         .count();
     assert_eq!(ends, 1);
     assert!(matches!(out.last(), Some(ResponseItem::End { .. })));
+}
+
+/// The gRPC response decoder and the protobuf message decoders never panic, and their output
+/// is bounded by the input: the first byte picks the call kind, the chunk size and how the
+/// response ends; the rest is the body, and is also decoded whole as every message type.
+pub fn grpc_decoder(data: &[u8]) {
+    let Some((&selector, body)) = data.split_first() else {
+        return;
+    };
+    let kind = match selector % 6 {
+        0 => CallKind::SendMessage,
+        1 => CallKind::SendStreamingMessage,
+        2 => CallKind::GetTask,
+        3 => CallKind::CancelTask,
+        4 => CallKind::SubscribeToTask,
+        _ => CallKind::ListTasks,
+    };
+    let chunk = usize::from(selector >> 5) + 1;
+    let limits = DecodeLimits {
+        max_event_bytes: 4096,
+        max_body_bytes: 8192,
+    };
+    let pairs = |p: &[(&str, String)]| -> Vec<(String, String)> {
+        p.iter()
+            .map(|(k, v)| ((*k).to_owned(), v.clone()))
+            .collect()
+    };
+    // Whatever the body holds also serves as the status details and message.
+    let details = a2at_core::a2a::protojson::encode_base64(body);
+    let message = String::from_utf8_lossy(body).into_owned();
+    let status = (u32::from(selector) % 18).to_string();
+    let error_trailers = pairs(&[
+        ("grpc-status", status),
+        ("grpc-message", message),
+        ("grpc-status-details-bin", details),
+    ]);
+    let mut decoder = GrpcResponseDecoder::new(kind, limits);
+    let mut out = Vec::new();
+    match (selector >> 3) % 4 {
+        0 | 1 | 2 => decoder.on_head(200, &pairs(&[("content-type", "application/grpc".into())])),
+        _ => decoder.on_head(200, &error_trailers),
+    }
+    for c in body.chunks(chunk) {
+        decoder.on_body(c, &mut out);
+    }
+    match (selector >> 3) % 4 {
+        0 => decoder.on_trailers(&pairs(&[("grpc-status", "0".into())]), &mut out),
+        1 => decoder.on_trailers(&error_trailers, &mut out),
+        _ => {}
+    }
+    decoder.on_end(&mut out);
+    decoder.on_end(&mut out);
+    let ends = out
+        .iter()
+        .filter(|i| matches!(i, ResponseItem::End { .. }))
+        .count();
+    assert_eq!(ends, 1);
+    assert!(matches!(out.last(), Some(ResponseItem::End { .. })));
+    // An event costs at least two body bytes (a listed task is `0a 00`); at most three other
+    // items (a framing error, the status, `End`) do not come from a frame.
+    assert!(
+        out.len() <= body.len() / 2 + 4,
+        "{} items from {} bytes",
+        out.len(),
+        body.len()
+    );
+
+    fn again<T: GrpcMessage>(bytes: &[u8]) {
+        if let Ok(v) = T::decode_proto(bytes) {
+            let encoded = v.encode_proto();
+            assert!(
+                T::decode_proto(&encoded).is_ok(),
+                "a decoded message re-encodes readably"
+            );
+        }
+    }
+    again::<StreamResponse>(body);
+    again::<SendMessageResponse>(body);
+    again::<Task>(body);
+    again::<Message>(body);
+    again::<ListTasksResponse>(body);
+    again::<SendMessageRequest>(body);
+    again::<GetTaskRequest>(body);
+    again::<CancelTaskRequest>(body);
+    again::<SubscribeToTaskRequest>(body);
+    again::<ListTasksRequest>(body);
+    let _ = status_from_trailers(&error_trailers);
 }
 
 /// Workflow parsing and validation never panic, and a valid workflow round-trips.

@@ -8,9 +8,10 @@ use a2at_tests::fuzz_bodies;
 
 type Body = fn(&[u8]);
 
-const TARGETS: [(&str, Body); 5] = [
+const TARGETS: [(&str, Body); 6] = [
     ("sse_decoder", fuzz_bodies::sse_decoder),
     ("response_decoder", fuzz_bodies::response_decoder),
+    ("grpc_decoder", fuzz_bodies::grpc_decoder),
     ("workflow_parse", fuzz_bodies::workflow_parse),
     ("trace_lines", fuzz_bodies::trace_lines),
     ("run_inputs", fuzz_bodies::run_inputs),

@@ -6,6 +6,7 @@
 //! * [`binding`]: interface selection, request encoding, incremental response decoding.
 //! * [`sse`]: the incremental SSE decoder.
 //! * [`error`]: error envelopes, projection to `a2a.<reason>` codes, redaction.
+//! * [`grpc`]: the gRPC binding's codec: protobuf messages, framing, status mapping.
 //! * [`assembly`]: per-invocation response accumulation (artifact deltas, received messages).
 //!
 //! Everything is pure and synchronous: no I/O, no clock, no randomness.
@@ -14,6 +15,7 @@ pub mod assembly;
 pub mod binding;
 pub mod card;
 pub mod error;
+pub mod grpc;
 pub mod protojson;
 pub mod sse;
 pub mod types;
