@@ -103,16 +103,20 @@ enum Fault {
 }
 
 impl Fault {
+    /// A stable name of the fault: `transport.<kind>`, the error's code, or `stream_ended`.
     fn reason(&self) -> String {
         match self {
             Fault::Transport(kind) => format!("transport.{}", transport_kind_name(*kind)),
-            Fault::Rejected(e) | Fault::Malformed(e) => match e.http_status {
-                Some(status) if !e.code.contains(&status.to_string()) => {
-                    format!("{} (HTTP {status})", e.code)
-                }
-                _ => e.code.clone(),
-            },
+            Fault::Rejected(e) | Fault::Malformed(e) => e.code.clone(),
             Fault::EndedEarly => "stream_ended".to_owned(),
+        }
+    }
+
+    /// The HTTP status of an error answer.
+    fn http_status(&self) -> Option<u16> {
+        match self {
+            Fault::Rejected(e) | Fault::Malformed(e) => e.http_status,
+            Fault::Transport(_) | Fault::EndedEarly => None,
         }
     }
 }
@@ -434,7 +438,7 @@ impl Invocation {
             if allowed > 0 {
                 self.attempts.push(json!({
                     "attempt": attempt, "atMs": at_ms, "exchange": exchange,
-                    "fault": fault.reason(), "next": "give_up",
+                    "fault": fault.reason(), "httpStatus": fault.http_status(), "next": "give_up",
                     "why": format!("{allowed} consecutive retries used up"),
                 }));
             }
@@ -446,7 +450,7 @@ impl Invocation {
         if at >= self.deadline {
             self.attempts.push(json!({
                 "attempt": attempt, "atMs": at_ms, "exchange": exchange,
-                "fault": fault.reason(), "next": "give_up",
+                "fault": fault.reason(), "httpStatus": fault.http_status(), "next": "give_up",
                 "why": format!("a retry in {} ms would not start inside the task budget", delay.as_millis()),
             }));
             return false;
@@ -467,7 +471,7 @@ impl Invocation {
         let delay_ms = u64::try_from(delay.as_millis()).unwrap_or(u64::MAX);
         self.attempts.push(json!({
             "attempt": attempt, "atMs": at_ms, "exchange": exchange,
-            "fault": fault.reason(), "next": action, "delayMs": delay_ms,
+            "fault": fault.reason(), "httpStatus": fault.http_status(), "next": action, "delayMs": delay_ms,
         }));
         emit!(
             env.ctx,

@@ -189,6 +189,10 @@ fn a_stream_that_breaks_every_time_gives_up_with_every_attempt_listed() {
         attempts.iter().all(|a| a["fault"] == "transport.io"),
         "{attempts:?}"
     );
+    assert!(
+        attempts.iter().all(|a| a["httpStatus"].is_null()),
+        "{attempts:?}"
+    );
     // Giving up cleans up like any failure: the known, still running task is cancelled.
     assert_eq!(
         e.requests("a"),

@@ -365,6 +365,13 @@ async fn serve(
                         }
                         smol::Timer::after(chunk_gap).await;
                     }
+                    // Cut only after hyper took every chunk and, with the body pending, wrote
+                    // it out: a queued error would make it drop unwritten chunks, and a loaded
+                    // machine would then cut at a different place than the script says.
+                    while !tx.is_empty() {
+                        smol::Timer::after(std::time::Duration::from_millis(1)).await;
+                    }
+                    smol::Timer::after(std::time::Duration::from_millis(20)).await;
                     drop(guard);
                     // A body error makes hyper abort the connection without ending the body.
                     let _ = tx

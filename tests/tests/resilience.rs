@@ -149,6 +149,8 @@ fn a_retry_that_cannot_start_inside_the_budget_gives_up_at_once() {
         .unwrap();
     assert_eq!(attempts.len(), 1);
     assert_eq!(attempts[0]["next"], "give_up");
+    assert_eq!(attempts[0]["fault"], "a2a.http.503");
+    assert_eq!(attempts[0]["httpStatus"], 503);
     assert!(
         attempts[0]["why"].as_str().unwrap().contains("budget"),
         "{attempts:?}"
