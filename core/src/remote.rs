@@ -121,13 +121,11 @@ impl Fault {
     }
 }
 
-fn transport_kind_name(kind: TransportErrorKind) -> &'static str {
-    match kind {
-        TransportErrorKind::Connect => "connect",
-        TransportErrorKind::Tls => "tls",
-        TransportErrorKind::Io => "io",
-        TransportErrorKind::Auth => "auth",
-        _ => "other",
+/// The kind's wire name (`connect`, `tls`, `io`, …), the same as in `errorDetails.transport`.
+fn transport_kind_name(kind: TransportErrorKind) -> String {
+    match serde_json::to_value(kind) {
+        Ok(Value::String(name)) => name,
+        _ => "other".to_owned(),
     }
 }
 

@@ -331,3 +331,55 @@ fn the_snapshot_read_after_a_break_replaces_half_received_chunks() {
     assert_eq!(out.requests_to("a", "GetTask").len(), 1);
     assert_eq!(out.requests_to("a", "SendStreamingMessage").len(), 1);
 }
+
+#[test]
+fn a_refused_connection_is_resent_until_the_attempts_are_used_up() {
+    let agent = ScriptedAgent::new("a").by_default(Plan::Unreachable);
+    let config = RunConfig {
+        retry: RetryPolicy {
+            attempts: 3,
+            ..RetryPolicy::default()
+        },
+        ..RunConfig::default()
+    };
+    let out = run(agent, config);
+    let t = &out.result().history[0];
+    assert_eq!(t.error_code.as_deref(), Some(codes::REMOTE_NO_RESPONSE));
+    assert_eq!(t.error_details.as_ref().unwrap()["transport"], "connect");
+    let retries = out.events("agent_retry");
+    let seen: Vec<(u64, &str, &str)> = retries
+        .iter()
+        .map(|e| {
+            (
+                e["attempt"].as_u64().unwrap(),
+                e["reason"].as_str().unwrap(),
+                e["action"].as_str().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        seen,
+        [
+            (1, "transport.connect", "resend"),
+            (2, "transport.connect", "resend"),
+            (3, "transport.connect", "resend")
+        ]
+    );
+    // Nothing reached the agent, so the same message was tried four times and nothing cancelled.
+    assert_eq!(out.requests_to("a", "SendMessage").len(), 4);
+    assert_eq!(
+        message_id(&out, "SendMessage", 0),
+        message_id(&out, "SendMessage", 3)
+    );
+    let attempts = t.error_details.as_ref().unwrap()["attempts"]
+        .as_array()
+        .unwrap();
+    assert_eq!(attempts.len(), 4);
+    assert_eq!(attempts[3]["next"], "give_up");
+    assert!(
+        attempts[3]["why"]
+            .as_str()
+            .unwrap()
+            .contains("3 consecutive")
+    );
+}
