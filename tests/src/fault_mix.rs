@@ -4,8 +4,10 @@
 use a2at_core::result::ExecutionResult;
 use serde_json::{Value, json};
 
+use a2at_core::run::RunConfig;
+
 use crate::agent::AgentFault;
-use crate::{Plan, ScriptedAgent};
+use crate::{Plan, ScriptedAgent, ScriptedHost, SimOutcome, simulate};
 
 /// The A2A methods faults are injected into.
 pub const METHODS: [&str; 5] = [
@@ -91,6 +93,25 @@ impl AgentSpec {
 /// The agent names of a mix of `n` agents.
 pub fn names(n: usize) -> Vec<String> {
     (0..n).map(|i| format!("a{i}")).collect()
+}
+
+/// The scripted agents of a mix, named by [`names`].
+pub fn agents(specs: &[AgentSpec], with_faults: bool) -> Vec<ScriptedAgent> {
+    names(specs.len())
+        .iter()
+        .zip(specs)
+        .map(|(n, s)| s.agent(n, with_faults))
+        .collect()
+}
+
+/// The mix's [`workflow`] in the simulator, with or without the faults.
+pub fn simulate_mix(specs: &[AgentSpec], with_faults: bool, config: RunConfig) -> SimOutcome {
+    simulate(
+        &workflow(specs.len()),
+        agents(specs, with_faults),
+        ScriptedHost::default(),
+        config,
+    )
 }
 
 /// A chain of steps, one agent each, then a fan-out over all agents.

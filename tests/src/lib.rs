@@ -35,3 +35,24 @@ pub fn directory(agents: &[ScriptedAgent]) -> AgentDirectory {
         .collect();
     AgentDirectory::new(cards, None).expect("scripted cards are valid")
 }
+
+/// Runs `workflow` (JSON) against `agents` and `host` in the simulator until it finishes.
+pub fn simulate(
+    workflow: &serde_json::Value,
+    agents: Vec<ScriptedAgent>,
+    host: ScriptedHost,
+    config: a2at_core::run::RunConfig,
+) -> SimOutcome {
+    let wf =
+        a2at_core::workflow::parse_and_validate(&workflow.to_string()).expect("valid workflow");
+    let dir = directory(&agents);
+    Sim::new(
+        wf,
+        dir,
+        agents,
+        host,
+        config,
+        a2at_core::run::RunStart::default(),
+    )
+    .drive_bounded(200_000)
+}

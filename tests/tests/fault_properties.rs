@@ -8,10 +8,9 @@
 use std::time::Duration;
 
 use a2at_core::RetryPolicy;
-use a2at_core::run::{RunConfig, RunStart};
-use a2at_core::workflow::parse_and_validate;
-use a2at_tests::fault_mix::{AgentSpec, comparable, names, repeated_message_ids, workflow};
-use a2at_tests::{ScriptedAgent, ScriptedHost, Sim, SimOutcome, directory};
+use a2at_core::run::RunConfig;
+use a2at_tests::SimOutcome;
+use a2at_tests::fault_mix::{AgentSpec, comparable, names, repeated_message_ids, simulate_mix};
 use proptest::prelude::*;
 use serde_json::Value;
 
@@ -31,13 +30,6 @@ fn agent_spec() -> impl Strategy<Value = AgentSpec> {
 }
 
 fn run(specs: &[AgentSpec], with_faults: bool, seed: u64) -> SimOutcome {
-    let wf = parse_and_validate(&workflow(specs.len()).to_string()).unwrap();
-    let agents: Vec<ScriptedAgent> = names(specs.len())
-        .iter()
-        .zip(specs)
-        .map(|(n, s)| s.agent(n, with_faults))
-        .collect();
-    let dir = directory(&agents);
     let config = RunConfig {
         seed,
         retry: RetryPolicy {
@@ -47,15 +39,7 @@ fn run(specs: &[AgentSpec], with_faults: bool, seed: u64) -> SimOutcome {
         },
         ..RunConfig::default()
     };
-    Sim::new(
-        wf,
-        dir,
-        agents,
-        ScriptedHost::default(),
-        config,
-        RunStart::default(),
-    )
-    .drive_bounded(200_000)
+    simulate_mix(specs, with_faults, config)
 }
 
 proptest! {

@@ -10,13 +10,15 @@
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use a2at_core::run::{RunConfig, RunStart};
+use a2at_core::run::RunConfig;
 use a2at_core::workflow::parse_and_validate;
 use a2at_core::{IdGenerator, RetryPolicy};
+use a2at_tests::ScriptedHost;
 use a2at_tests::conformance::ScriptedControlPoint;
-use a2at_tests::fault_mix::{AgentSpec, comparable, names, repeated_message_ids, workflow};
+use a2at_tests::fault_mix::{
+    AgentSpec, agents, comparable, names, repeated_message_ids, simulate_mix, workflow,
+};
 use a2at_tests::loopback::LoopbackServer;
-use a2at_tests::{ScriptedAgent, ScriptedHost, Sim, directory};
 use serde_json::Value;
 
 fn env_u64(name: &str, default: u64) -> u64 {
@@ -43,28 +45,12 @@ fn specs(seed: u64) -> Vec<AgentSpec> {
 }
 
 fn clean_result(specs: &[AgentSpec], seed: u64) -> Value {
-    let wf = parse_and_validate(&workflow(specs.len()).to_string()).unwrap();
-    let agents: Vec<ScriptedAgent> = names(specs.len())
-        .iter()
-        .zip(specs)
-        .map(|(n, s)| s.agent(n, false))
-        .collect();
-    let dir = directory(&agents);
     let config = RunConfig {
         seed,
         retry: retry(),
         ..RunConfig::default()
     };
-    let out = Sim::new(
-        wf,
-        dir,
-        agents,
-        ScriptedHost::default(),
-        config,
-        RunStart::default(),
-    )
-    .drive_bounded(200_000);
-    comparable(out.result())
+    comparable(simulate_mix(specs, false, config).result())
 }
 
 macro_rules! soak {
@@ -77,12 +63,7 @@ macro_rules! soak {
             let mut retried = 0usize;
             for seed in first..first + runs {
                 let specs = specs(seed);
-                let agents: Vec<ScriptedAgent> = names(specs.len())
-                    .iter()
-                    .zip(&specs)
-                    .map(|(n, s)| s.agent(n, true))
-                    .collect();
-                let server = LoopbackServer::spawn(agents);
+                let server = LoopbackServer::spawn(agents(&specs, true));
                 let engine = rt::Engine::builder(server.cards())
                     .task_budget(Duration::from_secs(20))
                     .poll_interval(Duration::from_millis(5))

@@ -5,28 +5,14 @@ use std::time::Duration;
 
 use a2at_core::RetryPolicy;
 use a2at_core::host::{TaskStatus, codes};
-use a2at_core::run::{RunConfig, RunStart};
-use a2at_core::workflow::parse_and_validate;
+use a2at_core::run::RunConfig;
 use a2at_tests::agent::AgentFault;
-use a2at_tests::{Plan, ScriptedAgent, ScriptedHost, Sim, SimOutcome, directory};
+use a2at_tests::{Plan, ScriptedAgent, ScriptedHost, SimOutcome, simulate};
 use serde_json::{Value, json};
 
 fn run(agent: ScriptedAgent, config: RunConfig) -> SimOutcome {
-    let wf = parse_and_validate(
-        r#"{"steps": [{"name": "s", "subtasks": [{"agent": "a", "description": "x"}]}]}"#,
-    )
-    .unwrap();
-    let agents = vec![agent];
-    let dir = directory(&agents);
-    Sim::new(
-        wf,
-        dir,
-        agents,
-        ScriptedHost::default(),
-        config,
-        RunStart::default(),
-    )
-    .drive_bounded(100_000)
+    let wf = json!({"steps": [{"name": "s", "subtasks": [{"agent": "a", "description": "x"}]}]});
+    simulate(&wf, vec![agent], ScriptedHost::default(), config)
 }
 
 fn message_id(out: &SimOutcome, method: &str, n: usize) -> String {
@@ -78,21 +64,8 @@ fn a_negotiation_reply_refused_by_an_overloaded_agent_is_resent_unchanged() {
                 content: r.reply(Performative::Accept, "Accept").unwrap(),
             }))
         });
-    let wf = parse_and_validate(
-        r#"{"steps": [{"name": "s", "subtasks": [{"agent": "a", "description": "x"}]}]}"#,
-    )
-    .unwrap();
-    let agents = vec![agent];
-    let dir = directory(&agents);
-    let out = Sim::new(
-        wf,
-        dir,
-        agents,
-        host,
-        RunConfig::default(),
-        RunStart::default(),
-    )
-    .drive_bounded(100_000);
+    let wf = json!({"steps": [{"name": "s", "subtasks": [{"agent": "a", "description": "x"}]}]});
+    let out = simulate(&wf, vec![agent], host, RunConfig::default());
     assert!(out.result().success, "{:?}", out.result().history);
     let sends = out.requests_to("a", "SendMessage");
     assert_eq!(sends.len(), 3, "first send, refused reply, resent reply");
