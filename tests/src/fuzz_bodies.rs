@@ -120,7 +120,7 @@ pub fn grpc_decoder(data: &[u8]) {
     let mut decoder = GrpcResponseDecoder::new(kind, limits);
     let mut out = Vec::new();
     match (selector >> 3) % 4 {
-        0 | 1 | 2 => decoder.on_head(200, &pairs(&[("content-type", "application/grpc".into())])),
+        0..=2 => decoder.on_head(200, &pairs(&[("content-type", "application/grpc".into())])),
         _ => decoder.on_head(200, &error_trailers),
     }
     for c in body.chunks(chunk) {
