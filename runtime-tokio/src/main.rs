@@ -23,6 +23,8 @@ struct Cli {
     command: Option<Command>,
 }
 
+// Parsed once per process: the size of the largest variant costs nothing worth boxing for.
+#[allow(clippy::large_enum_variant)]
 #[derive(Subcommand)]
 enum Command {
     /// Run the bundled workflow against in-process A2A agents and narrate it (the default).
