@@ -92,6 +92,57 @@ impl Default for RunConfig {
     }
 }
 
+/// Why a [`RunConfig`] is unusable; each variant names the setting.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum ConfigError {
+    /// A budget, interval or timeout is zero.
+    #[error("{0} must be positive")]
+    ZeroDuration(&'static str),
+    /// A count or size limit is zero.
+    #[error("{0} must be at least 1")]
+    ZeroLimit(&'static str),
+    /// The retry policy is unusable.
+    #[error(transparent)]
+    Retry(#[from] crate::retry::RetryPolicyError),
+}
+
+impl RunConfig {
+    /// Checks every setting: budgets, intervals and limits must be positive, and the retry
+    /// policy must be valid. Runtimes call it when an engine is built, so a bad setting is
+    /// reported before any run starts.
+    pub fn validate(&self) -> Result<(), ConfigError> {
+        let durations = [
+            ("task_budget", self.task_budget),
+            ("callback_budget", self.callback_budget),
+            ("poll_interval", self.poll_interval),
+            ("cancel_budget", self.cancel_budget),
+        ];
+        if let Some((name, _)) = durations.iter().find(|(_, d)| d.is_zero()) {
+            return Err(ConfigError::ZeroDuration(name));
+        }
+        let limits = [
+            (
+                "max_negotiation_exchanges",
+                self.max_negotiation_exchanges as usize,
+            ),
+            (
+                "decode_limits.max_event_bytes",
+                self.decode_limits.max_event_bytes,
+            ),
+            (
+                "decode_limits.max_body_bytes",
+                self.decode_limits.max_body_bytes,
+            ),
+        ];
+        if let Some((name, _)) = limits.iter().find(|(_, n)| *n == 0) {
+            return Err(ConfigError::ZeroLimit(name));
+        }
+        self.retry.validate()?;
+        Ok(())
+    }
+}
+
 /// What the host starts a run with.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct RunStart {
