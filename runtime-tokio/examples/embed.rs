@@ -4,8 +4,8 @@
 use std::sync::Arc;
 
 use a2at_tests::{ScriptedAgent, loopback::LoopbackServer};
-use a2at_tokio::core::host::{MessageContent, RouteDecision};
-use a2at_tokio::core::{run::RunStart, workflow::parse_and_validate};
+use a2at_tokio::a2at_core::host::{MessageContent, RouteDecision};
+use a2at_tokio::a2at_core::{run::RunStart, workflow::parse_and_validate};
 use a2at_tokio::{ControlPointBuilder, Engine};
 
 #[tokio::main]

@@ -6,9 +6,9 @@ use std::sync::Arc;
 use a2at_tests::ScriptedAgent;
 use a2at_tests::capture::{SharedBuffer, log_subscriber};
 use a2at_tests::loopback::LoopbackServer;
-use a2at_tokio::core::host::MessageContent;
-use a2at_tokio::core::run::RunStart;
-use a2at_tokio::core::workflow::parse_and_validate;
+use a2at_tokio::a2at_core::host::MessageContent;
+use a2at_tokio::a2at_core::run::RunStart;
+use a2at_tokio::a2at_core::workflow::parse_and_validate;
 use a2at_tokio::{ControlPointBuilder, Engine};
 use serde_json::json;
 

@@ -12,7 +12,9 @@ pub mod golden;
 pub mod host;
 pub mod loopback;
 pub mod random_scenario;
+pub mod runtime;
 pub mod sim;
+pub mod suites;
 pub mod trace_io;
 pub mod workloads;
 

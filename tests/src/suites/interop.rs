@@ -9,26 +9,29 @@ use std::process::{Child, ChildStdin, Command, Stdio};
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 
-use super::block_on;
-use super::rt::core::a2a::{AgentCard, Binding};
-use super::rt::core::a2at::{NEGOTIATION_T_URI, Performative};
-use super::rt::core::host::{
+use a2at_core::a2a::{AgentCard, Binding};
+use a2at_core::a2at::{NEGOTIATION_T_URI, Performative};
+use a2at_core::host::{
     MessageContent, NegotiationReply, RouteDecision, TaskResult, TaskStatus, codes,
 };
-use super::rt::core::run::RunStart;
-use super::rt::core::workflow::parse_and_validate;
-use super::rt::{BuiltControlPoint, ControlPointBuilder, Engine};
+use a2at_core::run::RunStart;
+use a2at_core::workflow::parse_and_validate;
+use a2at_driver::{BuiltControlPoint, ControlPointBuilder};
+
+use crate::runtime::TestRuntime;
+
+type Engine<T> = a2at_driver::Engine<<T as TestRuntime>::Rt>;
 use serde_json::{Value, json};
 
-pub(crate) struct Peers {
+pub struct Peers {
     _child: Mutex<Child>,
     _stdin: Mutex<ChildStdin>,
-    pub(crate) cards: Vec<AgentCard>,
+    pub cards: Vec<AgentCard>,
 }
 
 const IGNORED: &str = "needs the Python interop peers: run tests/run (or set A2AT_INTEROP_PYTHON)";
 
-pub(crate) fn peers() -> &'static Peers {
+pub fn peers() -> &'static Peers {
     static PEERS: OnceLock<Peers> = OnceLock::new();
     PEERS.get_or_init(|| {
         let python = std::env::var("A2AT_INTEROP_PYTHON").unwrap_or_else(|_| panic!("{IGNORED}"));
@@ -63,8 +66,8 @@ pub(crate) fn peers() -> &'static Peers {
     })
 }
 
-fn engine(binding: Binding) -> Engine {
-    Engine::builder(peers().cards.clone())
+fn engine<T: TestRuntime>(binding: Binding) -> Engine<T> {
+    Engine::<T>::builder(peers().cards.clone())
         .preferred_binding(binding)
         .task_budget(Duration::from_secs(30))
         .poll_interval(Duration::from_millis(100))
@@ -107,7 +110,7 @@ fn host() -> BuiltControlPoint {
         .build()
 }
 
-fn one_step(agent: &str, text: &str) -> super::rt::core::workflow::ValidatedWorkflow {
+fn one_step(agent: &str, text: &str) -> a2at_core::workflow::ValidatedWorkflow {
     parse_and_validate(
         &json!({"steps": [{"name": "s", "subtasks": [{"agent": agent, "description": text}]}]})
             .to_string(),
@@ -117,12 +120,10 @@ fn one_step(agent: &str, text: &str) -> super::rt::core::workflow::ValidatedWork
 
 const BINDINGS: [Binding; 2] = [Binding::JsonRpc, Binding::HttpJson];
 
-#[test]
-#[ignore = "needs the Python interop peers: run tests/run"]
-fn a_blocking_agent_completes_on_both_bindings() {
-    block_on(async {
+pub fn a_blocking_agent_completes_on_both_bindings<T: TestRuntime>() {
+    T::block_on(async {
         for binding in BINDINGS {
-            let r = engine(binding)
+            let r = engine::<T>(binding)
                 .execute(
                     one_step("echo", "hello"),
                     RunStart::default(),
@@ -140,12 +141,10 @@ fn a_blocking_agent_completes_on_both_bindings() {
     });
 }
 
-#[test]
-#[ignore = "needs the Python interop peers: run tests/run"]
-fn a_streaming_agent_delivers_assembled_artifact_chunks_on_both_bindings() {
-    block_on(async {
+pub fn a_streaming_agent_delivers_assembled_artifact_chunks_on_both_bindings<T: TestRuntime>() {
+    T::block_on(async {
         for binding in BINDINGS {
-            let r = engine(binding)
+            let r = engine::<T>(binding)
                 .execute(
                     one_step("streamer", "go"),
                     RunStart::default(),
@@ -162,12 +161,10 @@ fn a_streaming_agent_delivers_assembled_artifact_chunks_on_both_bindings() {
     });
 }
 
-#[test]
-#[ignore = "needs the Python interop peers: run tests/run"]
-fn an_input_required_negotiation_round_trip_completes_on_both_bindings() {
-    block_on(async {
+pub fn an_input_required_negotiation_round_trip_completes_on_both_bindings<T: TestRuntime>() {
+    T::block_on(async {
         for binding in BINDINGS {
-            let r = engine(binding)
+            let r = engine::<T>(binding)
                 .execute(
                     one_step("negotiator", "energy saving"),
                     RunStart::default(),
@@ -183,11 +180,9 @@ fn an_input_required_negotiation_round_trip_completes_on_both_bindings() {
     });
 }
 
-#[test]
-#[ignore = "needs the Python interop peers: run tests/run"]
-fn a_failed_task_keeps_its_evidence() {
-    block_on(async {
-        let r = engine(Binding::JsonRpc)
+pub fn a_failed_task_keeps_its_evidence<T: TestRuntime>() {
+    T::block_on(async {
+        let r = engine::<T>(Binding::JsonRpc)
             .execute(
                 one_step("failer", "x"),
                 RunStart::default(),
@@ -205,12 +200,10 @@ fn a_failed_task_keeps_its_evidence() {
     });
 }
 
-#[test]
-#[ignore = "needs the Python interop peers: run tests/run"]
-fn a_rejected_call_projects_the_error_envelope_on_both_bindings() {
+pub fn a_rejected_call_projects_the_error_envelope_on_both_bindings<T: TestRuntime>() {
     // Claim streaming for the blocking echo agent: the server rejects the streaming call before
     // creating a task, with the standard error envelope.
-    block_on(async {
+    T::block_on(async {
         for binding in BINDINGS {
             let cards: Vec<AgentCard> = peers()
                 .cards
@@ -223,7 +216,7 @@ fn a_rejected_call_projects_the_error_envelope_on_both_bindings() {
                     c
                 })
                 .collect();
-            let engine = Engine::builder(cards)
+            let engine = Engine::<T>::builder(cards)
                 .preferred_binding(binding)
                 .build()
                 .unwrap();
@@ -267,12 +260,10 @@ fn remote_state(card: &AgentCard, task_id: &str) -> String {
         .to_owned()
 }
 
-#[test]
-#[ignore = "needs the Python interop peers: run tests/run"]
-fn cancelling_midway_cancels_the_remote_task_on_both_bindings() {
-    block_on(async {
+pub fn cancelling_midway_cancels_the_remote_task_on_both_bindings<T: TestRuntime>() {
+    T::block_on(async {
         for binding in BINDINGS {
-            let mut handle = engine(binding).start(
+            let mut handle = engine::<T>(binding).start(
                 one_step("slow", "wait"),
                 RunStart::default(),
                 Arc::new(host()),
@@ -301,9 +292,7 @@ fn cancelling_midway_cancels_the_remote_task_on_both_bindings() {
     });
 }
 
-#[test]
-#[ignore = "needs the Python interop peers: run tests/run"]
-fn a_multi_step_workflow_with_fan_out_and_routing_runs_against_python_agents() {
+pub fn a_multi_step_workflow_with_fan_out_and_routing_runs_against_python_agents<T: TestRuntime>() {
     let wf = parse_and_validate(&json!({"name": "interop", "steps": [
         {"name": "fan", "subtasks": [{"agent": "echo", "description": "a"}, {"agent": "streamer", "description": "b"}],
          "next": [{"step": "negotiate"}, {"step": "merge"}]},
@@ -313,11 +302,11 @@ fn a_multi_step_workflow_with_fan_out_and_routing_runs_against_python_agents() {
         {"name": "taken", "subtasks": [{"agent": "echo", "description": "t"}]},
         {"name": "not_taken", "subtasks": [{"agent": "failer", "description": "n"}]}
     ]}).to_string()).unwrap();
-    block_on(async {
+    T::block_on(async {
         for binding in BINDINGS {
             let seen = Arc::new(Mutex::new(Vec::new()));
             let seen2 = seen.clone();
-            let r = engine(binding)
+            let r = engine::<T>(binding)
                 .run(wf.clone(), Arc::new(host()))
                 .event_sink(move |e| seen2.lock().unwrap().push(e.type_str()))
                 .execute()

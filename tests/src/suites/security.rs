@@ -11,15 +11,18 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+use crate::ScriptedAgent;
+use crate::loopback::LoopbackServer;
 use a2at_core::io::TransportErrorKind;
-use a2at_tests::ScriptedAgent;
-use a2at_tests::loopback::LoopbackServer;
 use serde_json::{Value, json};
 
-use super::block_on;
-use super::rt::{
-    DiscoveryError, Engine, EngineError, EnvFile, PsopClient, RegistryClient, TlsConfig,
-};
+use a2at_driver::{DiscoveryError, EngineError, EnvFile, TlsConfig};
+
+use crate::runtime::TestRuntime;
+
+type Engine<T> = a2at_driver::Engine<<T as TestRuntime>::Rt>;
+type PsopClient<T> = a2at_driver::PsopClient<<T as TestRuntime>::Rt>;
+type RegistryClient<T> = a2at_driver::RegistryClient<<T as TestRuntime>::Rt>;
 
 // ------------------------------------------------------------------------------------------
 // A fake center: one request per connection, answered by a handler
@@ -174,8 +177,7 @@ fn workflow_json() -> Value {
 // Registry (DS-2..DS-5)
 // ------------------------------------------------------------------------------------------
 
-#[test]
-pub fn registry_fetches_all_by_name_and_registers() {
+pub fn registry_fetches_all_by_name_and_registers<T: TestRuntime>() {
     let center = fake_center(|req| {
         let path = req.target.split('?').next().unwrap_or("");
         assert_eq!(path, "/base/rest/v1/registry-center/agent-cards");
@@ -193,7 +195,7 @@ pub fn registry_fetches_all_by_name_and_registers() {
             _ => Reply::Json(201, json!({"ok": true})),
         }
     });
-    let registry = RegistryClient::new(&format!("{}/base/", center.url)).unwrap();
+    let registry = RegistryClient::<T>::new(&format!("{}/base/", center.url)).unwrap();
     assert_eq!(
         registry.base(),
         format!("{}/base", center.url),
@@ -204,7 +206,7 @@ pub fn registry_fetches_all_by_name_and_registers() {
         Duration::from_secs(30),
         "default deadline"
     );
-    block_on(async {
+    T::block_on(async {
         let cards = registry.fetch_agent_cards().await.unwrap();
         let names: Vec<_> = cards.iter().map(|c| c.name.as_str()).collect();
         assert_eq!(names, ["alpha", "beta"]);
@@ -257,8 +259,7 @@ pub fn registry_fetches_all_by_name_and_registers() {
     );
 }
 
-#[test]
-pub fn registry_errors_are_typed() {
+pub fn registry_errors_are_typed<T: TestRuntime>() {
     let center = fake_center(|req| {
         if req.target.contains("name=broken") {
             Reply::Json(200, json!({"agentCards": [42]}))
@@ -266,8 +267,8 @@ pub fn registry_errors_are_typed() {
             Reply::Json(503, json!({"error": "down"}))
         }
     });
-    let registry = RegistryClient::new(&center.url).unwrap();
-    block_on(async {
+    let registry = RegistryClient::<T>::new(&center.url).unwrap();
+    T::block_on(async {
         let e = registry.fetch_agent_cards().await.unwrap_err();
         assert!(
             matches!(
@@ -297,39 +298,38 @@ pub fn registry_errors_are_typed() {
         .local_addr()
         .unwrap()
         .port();
-    let registry = RegistryClient::new(&format!("http://127.0.0.1:{port}")).unwrap();
-    let e = block_on(registry.fetch_agent_cards()).unwrap_err();
+    let registry = RegistryClient::<T>::new(&format!("http://127.0.0.1:{port}")).unwrap();
+    let e = T::block_on(registry.fetch_agent_cards()).unwrap_err();
     assert_eq!(
         e.transport_kind(),
         Some(TransportErrorKind::Connect),
         "{e:?}"
     );
     assert!(matches!(
-        RegistryClient::builder(&center.url)
+        RegistryClient::<T>::builder(&center.url)
             .deadline(Duration::ZERO)
             .build(),
         Err(DiscoveryError::Config(_))
     ));
 }
 
-#[test]
-pub fn redirects_are_followed_and_bounded() {
+pub fn redirects_are_followed_and_bounded<T: TestRuntime>() {
     let center = fake_center(|req| match req.target.as_str() {
         t if t.starts_with("/loop") => Reply::Redirect(307, t.to_owned()),
         t if t.ends_with("/agent-cards") => Reply::Redirect(302, "/moved".into()),
         "/moved" => Reply::Json(200, json!({"agentCards": [card("moved")]})),
         _ => Reply::Json(404, json!({})),
     });
-    let registry = RegistryClient::new(&center.url).unwrap();
-    let cards = block_on(registry.fetch_agent_cards()).unwrap();
+    let registry = RegistryClient::<T>::new(&center.url).unwrap();
+    let cards = T::block_on(registry.fetch_agent_cards()).unwrap();
     assert_eq!(cards[0].name, "moved");
     assert_eq!(center.requests().len(), 2, "the redirect and its target");
-    let looping = RegistryClient::new(&format!("{}/loop", center.url)).unwrap();
-    let e = block_on(looping.fetch_agent_cards()).unwrap_err();
+    let looping = RegistryClient::<T>::new(&format!("{}/loop", center.url)).unwrap();
+    let e = T::block_on(looping.fetch_agent_cards()).unwrap_err();
     assert!(matches!(e, DiscoveryError::Redirect { .. }), "{e:?}");
     assert_eq!(
         center.requests().len(),
-        2 + 1 + super::rt::MAX_REDIRECTS,
+        2 + 1 + a2at_driver::MAX_REDIRECTS,
         "bounded"
     );
 }
@@ -364,14 +364,13 @@ fn psop_center() -> FakeCenter {
     })
 }
 
-#[test]
-pub fn psop_load_and_search_send_the_token_and_parse_the_answers() {
+pub fn psop_load_and_search_send_the_token_and_parse_the_answers<T: TestRuntime>() {
     let center = psop_center();
-    let psop = PsopClient::builder(&format!("{}/", center.url))
+    let psop = PsopClient::<T>::builder(&format!("{}/", center.url))
         .access_token(TOKEN)
         .build()
         .unwrap();
-    block_on(async {
+    T::block_on(async {
         let wf = psop.load("wf 1").await.unwrap();
         assert_eq!(wf.workflow().steps.len(), 1);
         assert!(psop.load_json("bare").await.unwrap().contains("\"steps\""));
@@ -424,19 +423,18 @@ pub fn psop_load_and_search_send_the_token_and_parse_the_answers() {
 
 /// Captures everything logged on this thread, at every level.
 fn capture<T>(f: impl FnOnce() -> T) -> (T, String) {
-    a2at_tests::capture::capture_logs(f)
+    crate::capture::capture_logs(f)
 }
 
-#[test]
-pub fn access_tokens_never_reach_the_logs_or_the_errors() {
+pub fn access_tokens_never_reach_the_logs_or_the_errors<T: TestRuntime>() {
     let center = psop_center();
     let (errors, logs) = capture(|| {
-        let psop = PsopClient::builder(&center.url)
+        let psop = PsopClient::<T>::builder(&center.url)
             .access_token(TOKEN)
             .deadline(Duration::from_millis(300))
             .build()
             .unwrap();
-        block_on(async {
+        T::block_on(async {
             psop.load("wf 1").await.unwrap();
             psop.search("intent", Some(1)).await.unwrap();
             let missing = psop.load("missing").await.unwrap_err();
@@ -460,24 +458,23 @@ pub fn access_tokens_never_reach_the_logs_or_the_errors() {
     assert!(errors.contains("<anonymous>"), "{errors}");
 }
 
-#[test]
-pub fn an_oversized_answer_is_a_typed_error_not_a_memory_sink() {
+pub fn an_oversized_answer_is_a_typed_error_not_a_memory_sink<T: TestRuntime>() {
     let cards: Vec<Value> = (0..200)
         .map(|i| json!({"name": format!("agent-{i}"), "padding": "x".repeat(200)}))
         .collect();
     let center = fake_center(move |_| Reply::Json(200, json!({"agentCards": cards})));
-    let registry = RegistryClient::builder(&center.url)
+    let registry = RegistryClient::<T>::builder(&center.url)
         .max_body_bytes(4096)
         .build()
         .unwrap();
-    let e = block_on(registry.fetch_agent_cards()).unwrap_err();
+    let e = T::block_on(registry.fetch_agent_cards()).unwrap_err();
     assert!(
         matches!(e, DiscoveryError::TooLarge { limit: 4096, .. }),
         "{e:?}"
     );
     assert!(
         matches!(
-            RegistryClient::builder(&center.url)
+            RegistryClient::<T>::builder(&center.url)
                 .max_body_bytes(0)
                 .build(),
             Err(DiscoveryError::Config(_))
@@ -486,15 +483,14 @@ pub fn an_oversized_answer_is_a_typed_error_not_a_memory_sink() {
     );
 }
 
-#[test]
-pub fn a_center_that_never_answers_hits_the_configured_deadline() {
+pub fn a_center_that_never_answers_hits_the_configured_deadline<T: TestRuntime>() {
     let center = fake_center(|_| Reply::Hang);
-    let registry = RegistryClient::builder(&center.url)
+    let registry = RegistryClient::<T>::builder(&center.url)
         .deadline(Duration::from_millis(300))
         .build()
         .unwrap();
     let started = Instant::now();
-    let e = block_on(registry.fetch_agent_cards()).unwrap_err();
+    let e = T::block_on(registry.fetch_agent_cards()).unwrap_err();
     let took = started.elapsed();
     assert!(
         matches!(e, DiscoveryError::Deadline { deadline, .. } if deadline == Duration::from_millis(300)),
@@ -608,15 +604,14 @@ fn tls_center_with(config: Arc<rustls::ServerConfig>) -> (u16, Arc<Mutex<Vec<See
     (port, seen)
 }
 
-#[test]
-pub fn tls_verification_extra_ca_and_the_insecure_mode() {
+pub fn tls_verification_extra_ca_and_the_insecure_mode<T: TestRuntime>() {
     let pki = pki();
     let (port, seen) = tls_center(&pki);
     let good = format!("https://localhost:{port}");
     let wrong_name = format!("https://127.0.0.1:{port}");
     let fetch = |url: &str, tls: TlsConfig| {
-        let client = RegistryClient::builder(url).tls(tls).build()?;
-        block_on(client.fetch_agent_cards())
+        let client = RegistryClient::<T>::builder(url).tls(tls).build()?;
+        T::block_on(client.fetch_agent_cards())
     };
 
     // Default: the test CA is unknown, so the handshake fails and nothing is sent.
@@ -663,7 +658,7 @@ pub fn tls_verification_extra_ca_and_the_insecure_mode() {
         extra_ca_pem: Some(b"not a certificate".to_vec()),
         ..TlsConfig::default()
     };
-    let e = RegistryClient::builder(&good)
+    let e = RegistryClient::<T>::builder(&good)
         .tls(broken)
         .build()
         .unwrap_err();
@@ -692,16 +687,15 @@ fn secured(server: &LoopbackServer) -> Vec<a2at_core::a2a::AgentCard> {
         .collect()
 }
 
-fn run_alpha(engine: &Engine) -> a2at_core::ExecutionResult {
-    let host = super::rt::ControlPointBuilder::new()
+fn run_alpha<T: TestRuntime>(engine: &Engine<T>) -> a2at_core::ExecutionResult {
+    let host = a2at_driver::ControlPointBuilder::new()
         .on_task(|r| async move { Ok(a2at_core::host::MessageContent::text(r.instruction)) })
         .build();
     let wf = a2at_core::workflow::parse_and_validate(&workflow_json().to_string()).unwrap();
-    block_on(engine.execute(wf, a2at_core::run::RunStart::default(), Arc::new(host)))
+    T::block_on(engine.execute(wf, a2at_core::run::RunStart::default(), Arc::new(host)))
 }
 
-#[test]
-pub fn a_hanging_login_hits_its_deadline_and_nothing_is_sent_unauthenticated() {
+pub fn a_hanging_login_hits_its_deadline_and_nothing_is_sent_unauthenticated<T: TestRuntime>() {
     let login = fake_center(|_| Reply::Hang);
     let server = LoopbackServer::spawn(vec![ScriptedAgent::new("alpha")]);
     let creds = a2at_core::auth::CredentialsConfig::from_json_value(
@@ -711,16 +705,16 @@ pub fn a_hanging_login_hits_its_deadline_and_nothing_is_sent_unauthenticated() {
     )
     .unwrap();
     assert_eq!(
-        super::rt::EngineConfig::default().login_timeout,
+        a2at_driver::EngineConfig::default().login_timeout,
         Duration::from_secs(30)
     );
-    let engine = Engine::builder(secured(&server))
+    let engine = Engine::<T>::builder(secured(&server))
         .credentials(creds)
         .login_timeout(Duration::from_millis(300))
         .build()
         .unwrap();
     let started = Instant::now();
-    let result = run_alpha(&engine);
+    let result = run_alpha::<T>(&engine);
     assert!(started.elapsed() < Duration::from_secs(20));
     assert!(!result.success);
     let error = result.history[0].error.clone().unwrap_or_default();
@@ -731,7 +725,7 @@ pub fn a_hanging_login_hits_its_deadline_and_nothing_is_sent_unauthenticated() {
     assert_eq!(login.requests().len(), 1, "the login was attempted");
     assert_eq!(server.total_requests(), 0, "never sent unauthenticated");
     assert!(matches!(
-        Engine::builder(vec![])
+        Engine::<T>::builder(vec![])
             .login_timeout(Duration::ZERO)
             .build(),
         Err(EngineError::Config(_))
@@ -751,8 +745,9 @@ fn temp_file(name: &str, text: &str) -> std::path::PathBuf {
     path
 }
 
-#[test]
-pub fn credentials_come_from_a_file_or_inline_never_both_with_the_key_from_a_dotenv() {
+pub fn credentials_come_from_a_file_or_inline_never_both_with_the_key_from_a_dotenv<
+    T: TestRuntime,
+>() {
     use a2at_core::auth::{CredentialKey, CredentialsConfig, encrypt_value};
     let server = LoopbackServer::spawn(vec![ScriptedAgent::new("alpha")]);
     let key_hex = "3c".repeat(32);
@@ -774,21 +769,21 @@ pub fn credentials_come_from_a_file_or_inline_never_both_with_the_key_from_a_dot
     );
     if std::env::var_os("A2AT_CRED_KEY").is_none() {
         assert_eq!(dotenv.loaded(), 2);
-        let engine = Engine::builder(secured(&server))
+        let engine = Engine::<T>::builder(secured(&server))
             .credentials_file(&creds)
             .env_file(dotenv.clone())
             .build()
             .unwrap();
-        assert!(run_alpha(&engine).success);
+        assert!(run_alpha::<T>(&engine).success);
         // Without the .env (and no key anywhere) the file cannot be decrypted: fail closed.
-        let e = Engine::builder(secured(&server))
+        let e = Engine::<T>::builder(secured(&server))
             .credentials_file(&creds)
             .build()
             .unwrap_err();
         assert!(matches!(e, EngineError::Credentials(_)), "{e:?}");
     }
     // An explicit instance key wins over the environment and the .env file.
-    let engine = Engine::builder(secured(&server))
+    let engine = Engine::<T>::builder(secured(&server))
         .credentials_file(&creds)
         .credential_key(&key_hex)
         .env_file(EnvFile::parse(&format!(
@@ -797,7 +792,7 @@ pub fn credentials_come_from_a_file_or_inline_never_both_with_the_key_from_a_dot
         )))
         .build()
         .unwrap();
-    assert!(run_alpha(&engine).success);
+    assert!(run_alpha::<T>(&engine).success);
     let sent = server.requests_to("alpha", "SendMessage");
     assert_eq!(
         sent.last().unwrap().header("Authorization"),
@@ -808,20 +803,20 @@ pub fn credentials_come_from_a_file_or_inline_never_both_with_the_key_from_a_dot
     let inline =
         CredentialsConfig::from_json_value(&json!({"alpha": {"bearer": {"token": "t"}}}), None)
             .unwrap();
-    let e = Engine::builder(secured(&server))
+    let e = Engine::<T>::builder(secured(&server))
         .credentials(inline)
         .credentials_file(&creds)
         .credential_key(&key_hex)
         .build()
         .unwrap_err();
     assert!(e.to_string().contains("both"), "{e}");
-    let e = Engine::builder(vec![])
+    let e = Engine::<T>::builder(vec![])
         .credentials_file(creds.with_extension("missing"))
         .build()
         .unwrap_err();
     assert!(e.to_string().contains("missing"), "{e}");
     let malformed = temp_file("bad.json", "{\"alpha\": [1, 2");
-    let e = Engine::builder(vec![])
+    let e = Engine::<T>::builder(vec![])
         .credentials_file(&malformed)
         .build()
         .unwrap_err();
@@ -839,8 +834,7 @@ pub fn credentials_come_from_a_file_or_inline_never_both_with_the_key_from_a_dot
     );
 }
 
-#[test]
-pub fn protocol_log_knobs_come_from_the_env_file_and_the_builder_wins() {
+pub fn protocol_log_knobs_come_from_the_env_file_and_the_builder_wins<T: TestRuntime>() {
     let server = LoopbackServer::spawn(vec![ScriptedAgent::new("alpha")]);
     let knobs = EnvFile::parse(
         "WORKFLOW_ENGINE_PROTOCOL_INCLUDE_BODY=false\nWORKFLOW_ENGINE_PROTOCOL_PRETTY=false\n",
@@ -849,11 +843,11 @@ pub fn protocol_log_knobs_come_from_the_env_file_and_the_builder_wins() {
         return; // the process environment would take precedence over the file
     }
     let (result, logs) = capture(|| {
-        let engine = Engine::builder(server.cards())
+        let engine = Engine::<T>::builder(server.cards())
             .env_file(knobs.clone())
             .build()
             .unwrap();
-        run_alpha(&engine)
+        run_alpha::<T>(&engine)
     });
     assert!(result.success);
     assert!(
@@ -861,13 +855,13 @@ pub fn protocol_log_knobs_come_from_the_env_file_and_the_builder_wins() {
         "the .env knob applies:\n{logs}"
     );
     let (result, logs) = capture(|| {
-        let engine = Engine::builder(server.cards())
+        let engine = Engine::<T>::builder(server.cards())
             .env_file(knobs.clone())
             .protocol_log_body(true)
             .protocol_log_max_body_chars(300)
             .build()
             .unwrap();
-        run_alpha(&engine)
+        run_alpha::<T>(&engine)
     });
     assert!(result.success);
     assert!(!logs.contains("body=disabled"), "the builder wins:\n{logs}");
@@ -875,7 +869,7 @@ pub fn protocol_log_knobs_come_from_the_env_file_and_the_builder_wins() {
         logs.contains("\"messageId\""),
         "bodies are logged again:\n{logs}"
     );
-    let e = Engine::builder(vec![])
+    let e = Engine::<T>::builder(vec![])
         .env_file(EnvFile::parse(
             "WORKFLOW_ENGINE_PROTOCOL_MAX_BODY_CHARS=lots",
         ))
@@ -887,16 +881,15 @@ pub fn protocol_log_knobs_come_from_the_env_file_and_the_builder_wins() {
     );
 }
 
-#[test]
-pub fn tls_client_identity_files_and_revocation_lists() {
+pub fn tls_client_identity_files_and_revocation_lists<T: TestRuntime>() {
     let pki = pki();
     let ca_file = temp_file("ca.pem", &pki.ca_pem);
     let trusting = || TlsConfig::default().with_ca_file(&ca_file).unwrap();
     let fetch = |port: u16, tls: TlsConfig| {
-        let client = RegistryClient::builder(&format!("https://localhost:{port}"))
+        let client = RegistryClient::<T>::builder(&format!("https://localhost:{port}"))
             .tls(tls)
             .build()?;
-        block_on(client.fetch_agent_cards())
+        T::block_on(client.fetch_agent_cards())
     };
 
     // mTLS (TL-2): the server demands a certificate issued by the test CA.
@@ -980,8 +973,7 @@ pub fn tls_client_identity_files_and_revocation_lists() {
 // Planted secrets (issue #8): headers, bodies, login requests and responses, credential files
 // ------------------------------------------------------------------------------------------
 
-#[test]
-pub fn planted_secrets_in_logins_and_credential_files_never_reach_the_logs() {
+pub fn planted_secrets_in_logins_and_credential_files_never_reach_the_logs<T: TestRuntime>() {
     use a2at_core::auth::{CredentialKey, encrypt_value};
     const PASSWORD: &str = "PLANTED-LOGIN-PASSWORD-8b1e";
     const USER_KEY: &str = "PLANTED-CUSTOM-FIELD-0a9f";
@@ -1017,16 +1009,16 @@ pub fn planted_secrets_in_logins_and_credential_files_never_reach_the_logs() {
         }}})
         .to_string(),
     );
-    let hook: super::rt::AuthHook =
+    let hook: a2at_driver::AuthHook =
         Arc::new(|_| Ok(vec![("X-Custom-Api-Key".into(), HOOK_KEY.into())]));
     let (result, logs) = capture(|| {
-        let engine = Engine::builder(secured(&server))
+        let engine = Engine::<T>::builder(secured(&server))
             .credentials_file(&creds)
             .credential_key(&key_hex)
             .auth_headers(hook)
             .build()
             .unwrap();
-        let host = super::rt::ControlPointBuilder::new()
+        let host = a2at_driver::ControlPointBuilder::new()
             .on_task(|r| async move {
                 Ok(a2at_core::host::MessageContent::text(r.instruction)
                     .with_metadata("auth", json!({"clientSecret": BODY_SECRET})))
@@ -1034,7 +1026,7 @@ pub fn planted_secrets_in_logins_and_credential_files_never_reach_the_logs() {
             .build();
         let wf = a2at_core::workflow::parse_and_validate(&workflow_json().to_string()).unwrap();
         let result =
-            block_on(engine.execute(wf, a2at_core::run::RunStart::default(), Arc::new(host)));
+            T::block_on(engine.execute(wf, a2at_core::run::RunStart::default(), Arc::new(host)));
         (result, format!("{engine:?}"))
     });
     let (result, engine_debug) = result;

@@ -8,7 +8,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 use a2at_core::a2a::{AgentCard, Binding};
-use a2at_core::agents::{AgentDirectory, DirectoryError};
+use a2at_core::agents::AgentDirectory;
 use a2at_core::driver_support::EventEnvelope;
 use a2at_core::event::EventSelection;
 use a2at_core::host::{
@@ -22,27 +22,17 @@ use futures::FutureExt;
 use futures::channel::{mpsc, oneshot};
 use tracing::Instrument;
 
-use super::Rt;
-use super::auth::Authenticator;
-use super::config::{Env, EnvFile, LogOverrides, protocol_log_config};
-use super::driver::{Driver, Recorder};
-use super::events::{EventSink, OnFinish, OnFinishError, RunHandle};
-use super::tls::TlsConfig;
-use super::transport::{AuthHook, HttpClient, Limits, Transport};
-use crate::rt::Runtime;
-
-/// Where each run's id seed comes from.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum SeedSource {
-    /// A fresh seed from the OS per run (the default).
-    #[default]
-    Os,
-    /// The same seed for every run, for reproduction.
-    Fixed(u64),
-}
-
-/// The default deadline of a credential login (AU-15, CF-16).
-pub const DEFAULT_LOGIN_TIMEOUT: Duration = Duration::from_secs(30);
+use crate::auth::Authenticator;
+use crate::config::{
+    DEFAULT_LOGIN_TIMEOUT, Env, EnvFile, LogOverrides, SeedSource, protocol_log_config,
+};
+use crate::error::EngineError;
+use crate::events::{EventSink, OnFinish, OnFinishError, RunHandle};
+use crate::http::HttpClient;
+use crate::run_loop::{Driver, Recorder};
+use crate::runtime::Runtime;
+use crate::tls::TlsConfig;
+use crate::transport::{AuthHook, Limits, Transport};
 
 /// Engine settings. Budgets follow the core's defaults (CF-1, CF-3, CF-11).
 #[derive(Debug, Clone, PartialEq)]
@@ -90,37 +80,6 @@ impl Default for EngineConfig {
     }
 }
 
-/// Why an engine cannot be built.
-#[derive(Debug, thiserror::Error)]
-#[non_exhaustive]
-pub enum EngineError {
-    /// The cards are invalid or an agent has no usable interface.
-    #[error(transparent)]
-    Cards(#[from] DirectoryError),
-    /// A setting is out of range.
-    #[error("invalid engine setting: {0}")]
-    Config(&'static str),
-    /// The TLS configuration could not be built.
-    #[error("TLS setup failed: {0}")]
-    Tls(String),
-    /// The credentials file could not be read, parsed or decrypted (never ignored: AU-9), or
-    /// credentials were given both as a file and inline.
-    #[error("credentials: {0}")]
-    Credentials(String),
-    /// A configuration variable (environment or `.env` file) holds a value that cannot be
-    /// read; the message names the variable.
-    #[error("configuration variable: {0}")]
-    Environment(String),
-    /// A `.env` file could not be read.
-    #[error("cannot read the .env file {path}: {message}")]
-    EnvFile {
-        /// The file.
-        path: String,
-        /// Why.
-        message: String,
-    },
-}
-
 /// The environment variable holding the credential key (64 hex characters) when none is
 /// configured explicitly (AU-11).
 pub const CREDENTIAL_KEY_ENV: &str = "A2AT_CRED_KEY";
@@ -158,10 +117,10 @@ fn load_credentials_in(
 }
 
 /// Builds an [`Engine`].
-pub struct EngineBuilder {
+pub struct EngineBuilder<R> {
     cards: Vec<AgentCard>,
     config: EngineConfig,
-    http: Option<HttpClient>,
+    http: Option<HttpClient<R>>,
     auth: Option<AuthHook>,
     credentials: Option<a2at_core::auth::CredentialsConfig>,
     credentials_file: Option<std::path::PathBuf>,
@@ -171,7 +130,7 @@ pub struct EngineBuilder {
     tls: Option<TlsConfig>,
 }
 
-impl std::fmt::Debug for EngineBuilder {
+impl<R> std::fmt::Debug for EngineBuilder<R> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("EngineBuilder")
             .field("cards", &self.cards.len())
@@ -180,7 +139,7 @@ impl std::fmt::Debug for EngineBuilder {
     }
 }
 
-impl EngineBuilder {
+impl<R: Runtime> EngineBuilder<R> {
     /// Replaces all settings.
     pub fn config(mut self, config: EngineConfig) -> Self {
         self.config = config;
@@ -242,7 +201,7 @@ impl EngineBuilder {
     }
 
     /// Uses this HTTP client (e.g. to share a pool or count requests) instead of a new one.
-    pub fn http_client(mut self, client: HttpClient) -> Self {
+    pub fn http_client(mut self, client: HttpClient<R>) -> Self {
         self.http = Some(client);
         self
     }
@@ -324,7 +283,7 @@ impl EngineBuilder {
     }
 
     /// Validates the cards and settings and builds the engine.
-    pub fn build(self) -> Result<Engine, EngineError> {
+    pub fn build(self) -> Result<Engine<R>, EngineError> {
         if self.config.login_timeout.is_zero() {
             return Err(EngineError::Config("login_timeout must be positive"));
         }
@@ -388,10 +347,10 @@ impl EngineBuilder {
     }
 }
 
-struct Inner {
+struct Inner<R> {
     directory: Arc<AgentDirectory>,
     config: EngineConfig,
-    transport: Arc<Transport>,
+    transport: Arc<Transport<R>>,
     runs: AtomicU64,
     /// Kept for the [`ExtensionSender`](crate::ExtensionSender) built from this engine.
     credentials: Option<a2at_core::auth::CredentialsConfig>,
@@ -401,12 +360,19 @@ struct Inner {
 
 /// The engine: validated cards, settings, the HTTP client and the concurrency limits. Cheap to
 /// clone; every clone shares them, so one engine serves many concurrent runs.
-#[derive(Clone)]
-pub struct Engine {
-    inner: Arc<Inner>,
+pub struct Engine<R> {
+    inner: Arc<Inner<R>>,
 }
 
-impl std::fmt::Debug for Engine {
+impl<R> Clone for Engine<R> {
+    fn clone(&self) -> Self {
+        Engine {
+            inner: self.inner.clone(),
+        }
+    }
+}
+
+impl<R> std::fmt::Debug for Engine<R> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Engine")
             .field("agents", &self.inner.directory.len())
@@ -415,9 +381,9 @@ impl std::fmt::Debug for Engine {
     }
 }
 
-impl Engine {
+impl<R: Runtime> Engine<R> {
     /// Starts building an engine for these agents.
-    pub fn builder(cards: Vec<AgentCard>) -> EngineBuilder {
+    pub fn builder(cards: Vec<AgentCard>) -> EngineBuilder<R> {
         EngineBuilder {
             cards,
             config: EngineConfig::default(),
@@ -443,7 +409,7 @@ impl Engine {
     }
 
     /// The HTTP client (e.g. to read [`HttpClient::requests_sent`]).
-    pub fn http_client(&self) -> &HttpClient {
+    pub fn http_client(&self) -> &HttpClient<R> {
         &self.inner.transport.client
     }
 
@@ -464,7 +430,7 @@ impl Engine {
         &self,
         workflow: impl Into<Arc<ValidatedWorkflow>>,
         control_point: Arc<C>,
-    ) -> RunBuilder<C> {
+    ) -> RunBuilder<R, C> {
         RunBuilder {
             engine: self.clone(),
             workflow: workflow.into(),
@@ -580,8 +546,8 @@ pub(crate) struct ExtensionParts {
 }
 
 /// One run's options, from [`Engine::run`].
-pub struct RunBuilder<C> {
-    engine: Engine,
+pub struct RunBuilder<R, C> {
+    engine: Engine<R>,
     workflow: Arc<ValidatedWorkflow>,
     control_point: Arc<C>,
     start: RunStart,
@@ -592,7 +558,7 @@ pub struct RunBuilder<C> {
     events: Option<EventSelection>,
 }
 
-impl<C> std::fmt::Debug for RunBuilder<C> {
+impl<R, C> std::fmt::Debug for RunBuilder<R, C> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("RunBuilder")
             .field("start", &self.start)
@@ -601,7 +567,7 @@ impl<C> std::fmt::Debug for RunBuilder<C> {
     }
 }
 
-impl<C: ControlPoint + 'static> RunBuilder<C> {
+impl<R: Runtime, C: ControlPoint + 'static> RunBuilder<R, C> {
     /// The runtime intent and language of the run.
     pub fn start(mut self, start: RunStart) -> Self {
         self.start = start;
@@ -698,7 +664,7 @@ impl<C: ControlPoint + 'static> RunBuilder<C> {
             recorder,
         };
         let span = tracing::info_span!("a2at_run", %execution_id, seed);
-        Runtime::spawn(
+        R::spawn(
             async move {
                 let result = driver.drive(run, cancel_rx).await;
                 let _ = result_tx.send(result);

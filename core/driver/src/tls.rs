@@ -15,7 +15,7 @@ use rustls::pki_types::{
 };
 use rustls::{DigitallySignedStruct, SignatureScheme};
 
-use super::engine::EngineError;
+use crate::error::EngineError;
 
 /// TLS settings of an engine's HTTP client. The default verifies servers against the webpki
 /// roots and presents no client certificate.

@@ -15,7 +15,8 @@ use a2at_core::auth::{
 use a2at_core::protolog::{self, LogConfig};
 use http_body_util::BodyExt;
 
-use super::transport::{HttpClient, build_request, header_text};
+use crate::http::{HttpClient, build_request, header_text};
+use crate::runtime::{Runtime, within};
 
 /// The authentication plans of an engine's agents and its token cache.
 pub(crate) struct Authenticator {
@@ -29,7 +30,7 @@ pub(crate) struct Authenticator {
 }
 
 impl Authenticator {
-    /// Plans every agent of `directory`. `provider` says whether an [`AuthHook`](super::AuthHook)
+    /// Plans every agent of `directory`. `provider` says whether an [`AuthHook`](crate::AuthHook)
     /// is configured, which may then be the only auth source (AU-1).
     pub(crate) fn new(
         directory: &AgentDirectory,
@@ -58,10 +59,10 @@ impl Authenticator {
     }
 
     /// What to add to a request to `agent`, logging in first when a token is missing or stale.
-    pub(crate) async fn material(
+    pub(crate) async fn material<R: Runtime>(
         &self,
         agent: &str,
-        client: &HttpClient,
+        client: &HttpClient<R>,
         log: &LogConfig,
     ) -> Result<AuthMaterial, String> {
         let plan = match self.plans.get(agent) {
@@ -78,7 +79,7 @@ impl Authenticator {
             {
                 Resolution::Ready(material) => return Ok(material),
                 Resolution::Login(pending) => {
-                    match super::within(self.login_timeout, login(client, &pending, agent, log))
+                    match within::<R, _>(self.login_timeout, login(client, &pending, agent, log))
                         .await
                         .unwrap_or_else(|| {
                             Err(format!(
@@ -120,8 +121,8 @@ fn now() -> u64 {
 /// Sends the login request (with the engine's HTTP client, so the same TLS policy) and reads
 /// the token. Request and response go to the protocol log, redacted (request fields such as
 /// `password` and the token in the response are masked, PL-3, AU-14).
-async fn login(
-    client: &HttpClient,
+async fn login<R: Runtime>(
+    client: &HttpClient<R>,
     pending: &PendingLogin,
     agent: &str,
     log: &LogConfig,

@@ -1,24 +1,19 @@
-//! The exchange task that turns an [`HttpRequest`] into response inputs, the engine-wide
-//! concurrency limits and the public [`HttpClient`] around the runtime's connector.
+//! The exchange task that turns an [`HttpRequest`] into response inputs, and the engine-wide
+//! concurrency limits.
 
 use std::collections::BTreeMap;
-use std::error::Error as StdError;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
 
-use a2at_core::a2a::HttpMethod;
 use a2at_core::io::{HttpRequest, Input, TransportError, TransportErrorKind};
 use a2at_core::protolog::{self, Channel, LogConfig, LogContext};
 use async_lock::{Semaphore, SemaphoreGuardArc};
-use bytes::Bytes;
 use futures::SinkExt;
 use futures::channel::mpsc;
-use http_body_util::{BodyExt, Full};
+use http_body_util::BodyExt;
 
-use super::auth::Authenticator;
-use super::engine::EngineError;
-use super::tls::TlsConfig;
-use crate::http::Connector;
+use crate::auth::Authenticator;
+use crate::http::{HttpClient, build_request, describe, header_pairs, header_text, http_method};
+use crate::runtime::Runtime;
 
 /// Produces extra request headers (authentication) for one exchange, or a message saying why it
 /// cannot; a failure is reported to the core as a [`TransportErrorKind::Auth`] failure.
@@ -26,52 +21,6 @@ use crate::http::Connector;
 /// This is the hook for the authentication issue; the engine calls it just before sending.
 pub type AuthHook =
     Arc<dyn Fn(&HttpRequest) -> Result<Vec<(String, String)>, String> + Send + Sync>;
-
-/// The pooled HTTP/1.1 client of an engine (http and https, TLS verified against the webpki
-/// roots, `TCP_NODELAY` on). Cloning shares the pool and the request counter.
-#[derive(Clone)]
-pub struct HttpClient {
-    connector: Arc<Connector>,
-    sent: Arc<AtomicU64>,
-}
-
-impl std::fmt::Debug for HttpClient {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("HttpClient")
-            .field("requests_sent", &self.requests_sent())
-            .finish_non_exhaustive()
-    }
-}
-
-impl HttpClient {
-    /// A new client with its own connection pool, verifying servers against the webpki roots.
-    pub fn new() -> Result<HttpClient, EngineError> {
-        HttpClient::with_tls(&TlsConfig::default())
-    }
-
-    /// A new client with its own connection pool and the given TLS policy; a policy that cannot
-    /// be built (unreadable PEM, a key that does not match) is an error.
-    pub fn with_tls(tls: &TlsConfig) -> Result<HttpClient, EngineError> {
-        Ok(HttpClient {
-            connector: Arc::new(Connector::new(tls)?),
-            sent: Arc::new(AtomicU64::new(0)),
-        })
-    }
-
-    /// Sends one request outside any run (a credential login) and waits for the response head.
-    pub(crate) async fn send(
-        &self,
-        request: http::Request<Full<Bytes>>,
-    ) -> Result<http::Response<hyper::body::Incoming>, (TransportErrorKind, String)> {
-        self.sent.fetch_add(1, Ordering::Relaxed);
-        self.connector.request(request).await
-    }
-
-    /// How many requests this client (and its clones) has handed to the connection pool.
-    pub fn requests_sent(&self) -> u64 {
-        self.sent.load(Ordering::Relaxed)
-    }
-}
 
 /// The engine-wide concurrency limits: overall and per agent (TR-13).
 #[derive(Debug)]
@@ -111,8 +60,8 @@ fn protocol_log_enabled() -> bool {
 }
 
 /// What an exchange task needs from the engine.
-pub(crate) struct Transport {
-    pub(crate) client: HttpClient,
+pub(crate) struct Transport<R> {
+    pub(crate) client: HttpClient<R>,
     pub(crate) limits: Limits,
     pub(crate) auth: Option<AuthHook>,
     pub(crate) credentials: Authenticator,
@@ -120,7 +69,7 @@ pub(crate) struct Transport {
     pub(crate) log: LogConfig,
 }
 
-impl Transport {
+impl<R: Runtime> Transport<R> {
     /// Carries out one exchange, feeding head, body frames and end (or a failure) to `tx`.
     pub(crate) async fn exchange(&self, req: HttpRequest, mut tx: mpsc::Sender<Input>) {
         let op = req.op;
@@ -176,8 +125,7 @@ impl Transport {
                 return;
             }
         };
-        self.client.sent.fetch_add(1, Ordering::Relaxed);
-        let response = match self.client.connector.request(request).await {
+        let response = match self.client.send(request).await {
             Ok(r) => r,
             Err((kind, message)) => {
                 let _ = tx.send(fail(kind, message)).await;
@@ -372,62 +320,4 @@ fn frame_end(buf: &[u8]) -> Option<(usize, usize)> {
         (Some(a), Some(b)) => Some(if a.0 <= b.0 { a } else { b }),
         (a, b) => a.or(b),
     }
-}
-
-/// The `http` method of an engine request.
-pub(crate) fn http_method(method: HttpMethod) -> http::Method {
-    match method {
-        HttpMethod::Get => http::Method::GET,
-        HttpMethod::Post => http::Method::POST,
-    }
-}
-
-/// One outgoing request for every sender (task traffic, logins, discovery).
-pub(crate) fn build_request(
-    method: http::Method,
-    url: &str,
-    headers: &[(String, String)],
-    body: Vec<u8>,
-) -> Result<http::Request<Full<Bytes>>, http::Error> {
-    let mut builder = http::Request::builder().method(method).uri(url);
-    for (name, value) in headers {
-        builder = builder.header(name.as_str(), value.as_str());
-    }
-    builder.body(Full::new(Bytes::from(body)))
-}
-
-/// Response headers as the core and the protocol log take them (values read lossily).
-pub(crate) fn header_pairs(headers: &http::HeaderMap) -> Vec<(String, String)> {
-    headers
-        .iter()
-        .map(|(n, v)| {
-            (
-                n.as_str().to_owned(),
-                String::from_utf8_lossy(v.as_bytes()).into_owned(),
-            )
-        })
-        .collect()
-}
-
-/// One header's value, when it is present and readable.
-pub(crate) fn header_text(
-    headers: &http::HeaderMap,
-    name: http::header::HeaderName,
-) -> Option<String> {
-    headers
-        .get(name)
-        .and_then(|v| v.to_str().ok())
-        .map(str::to_owned)
-}
-
-/// The error with its source chain, for logs (hyper errors carry no request data).
-pub(crate) fn describe(e: &(dyn StdError + 'static)) -> String {
-    let mut out = e.to_string();
-    let mut source = e.source();
-    while let Some(s) = source {
-        out.push_str(": ");
-        out.push_str(&s.to_string());
-        source = s.source();
-    }
-    out
 }

@@ -22,17 +22,16 @@ use futures::future::{AbortHandle, Abortable};
 use futures::{FutureExt, SinkExt, StreamExt};
 use std::io::Write;
 
-use super::Rt;
-use super::events::{EventSink, OnFinish};
-use super::transport::Transport;
-use crate::rt::Runtime;
+use crate::events::{EventSink, OnFinish};
+use crate::runtime::{BoxFuture, Runtime, elapsed};
+use crate::transport::Transport;
 
 /// Completions waiting for the driver; exchange tasks wait when it is full.
 const COMPLETION_QUEUE: usize = 1024;
 
 /// Everything one run's driver owns besides the core `Run`.
-pub(crate) struct Driver<C> {
-    pub(crate) transport: Arc<Transport>,
+pub(crate) struct Driver<R, C> {
+    pub(crate) transport: Arc<Transport<R>>,
     pub(crate) control_point: Arc<C>,
     pub(crate) on_finish: Option<OnFinish>,
     pub(crate) sink: Option<EventSink>,
@@ -96,27 +95,29 @@ enum Wake {
 
 /// Waits for whatever comes first: the cancel signal, a completion, or the machine's deadline.
 /// Shared by every driver loop (runs and extension operations) so the wake-up rules exist once.
-pub(crate) struct Waiter {
-    epoch: <Runtime as Rt>::Instant,
+pub(crate) struct Waiter<R> {
+    epoch: std::time::Instant,
     cancel: Option<oneshot::Receiver<()>>,
-    sleep: Option<std::pin::Pin<Box<dyn std::future::Future<Output = ()> + Send>>>,
+    sleep: Option<BoxFuture<()>>,
     armed: Option<Timestamp>,
+    runtime: std::marker::PhantomData<fn() -> R>,
 }
 
-impl Waiter {
+impl<R: Runtime> Waiter<R> {
     /// Starts the machine's clock now; `cancel` resolving (sent or dropped) means cancel.
-    pub(crate) fn new(cancel: oneshot::Receiver<()>) -> Waiter {
+    pub(crate) fn new(cancel: oneshot::Receiver<()>) -> Waiter<R> {
         Waiter {
-            epoch: Runtime::now(),
+            epoch: R::now(),
             cancel: Some(cancel),
             sleep: None,
             armed: None,
+            runtime: std::marker::PhantomData,
         }
     }
 
     /// Microseconds since the machine's epoch.
     pub(crate) fn now(&self) -> Timestamp {
-        stamp(self.epoch)
+        stamp::<R>(self.epoch)
     }
 
     /// The next input (`Input::Cancel` for the cancel signal) or `None` when the deadline fired,
@@ -131,8 +132,8 @@ impl Waiter {
             let epoch = self.epoch;
             self.sleep =
                 deadline.map(
-                    |d| match Runtime::add(epoch, Duration::from_micros(d.as_micros())) {
-                        Some(at) => Runtime::sleep_until(at),
+                    |d| match epoch.checked_add(Duration::from_micros(d.as_micros())) {
+                        Some(at) => R::sleep_until(at),
                         None => std::future::pending().boxed(),
                     },
                 );
@@ -178,14 +179,14 @@ pub(crate) fn stamp_event(event: Event) -> EventEnvelope {
     EventEnvelope::at(event, timestamp)
 }
 
-impl<C: ControlPoint + 'static> Driver<C> {
+impl<R: Runtime, C: ControlPoint + 'static> Driver<R, C> {
     /// Drives `run` to its end. `cancel` resolving (sent or dropped) cancels it.
     pub(crate) async fn drive(
         mut self,
         mut run: Run,
         cancel: oneshot::Receiver<()>,
     ) -> ExecutionResult {
-        let mut waiter = Waiter::new(cancel);
+        let mut waiter = Waiter::<R>::new(cancel);
         let (tx, mut rx) = mpsc::channel::<Input>(COMPLETION_QUEUE);
         // Every spawned exchange and callback, by the id the core may abort it with.
         let mut ops: BTreeMap<OpId, AbortHandle> = BTreeMap::new();
@@ -200,7 +201,7 @@ impl<C: ControlPoint + 'static> Driver<C> {
                         let transport = self.transport.clone();
                         let tx = tx.clone();
                         let task = async move { transport.exchange(req, tx).await };
-                        ops.insert(op, spawn_abortable(task));
+                        ops.insert(op, spawn_abortable::<R>(task));
                     }
                     Output::AbortTransmit { op } => {
                         if let Some(h) = ops.remove(&op) {
@@ -209,7 +210,7 @@ impl<C: ControlPoint + 'static> Driver<C> {
                     }
                     Output::CallHost { call, request } => {
                         let task = call_host(self.control_point.clone(), call, request, tx.clone());
-                        calls.insert(call, spawn_abortable(task));
+                        calls.insert(call, spawn_abortable::<R>(task));
                     }
                     Output::AbandonHostCall { call } => {
                         if let Some(h) = calls.remove(&call) {
@@ -304,17 +305,17 @@ impl<C: ControlPoint + 'static> Driver<C> {
 }
 
 /// Spawns `task` on the runtime; aborting the handle drops it (and its connection).
-pub(crate) fn spawn_abortable(
+pub(crate) fn spawn_abortable<R: Runtime>(
     task: impl std::future::Future<Output = ()> + Send + 'static,
 ) -> AbortHandle {
     let (handle, registration) = AbortHandle::new_pair();
-    Runtime::spawn(Abortable::new(task, registration).map(|_| ()));
+    R::spawn(Abortable::new(task, registration).map(|_| ()));
     handle
 }
 
 /// Microseconds since the run's (or operation's) epoch, read from the runtime's clock.
-pub(crate) fn stamp(epoch: <Runtime as Rt>::Instant) -> Timestamp {
-    Timestamp::from_micros(u64::try_from(Runtime::elapsed(epoch).as_micros()).unwrap_or(u64::MAX))
+pub(crate) fn stamp<R: Runtime>(epoch: std::time::Instant) -> Timestamp {
+    Timestamp::from_micros(u64::try_from(elapsed::<R>(epoch).as_micros()).unwrap_or(u64::MAX))
 }
 
 /// Runs one host callback; a panic becomes the callback's failure, never a crash.

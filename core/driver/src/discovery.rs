@@ -23,11 +23,11 @@ use bytes::Bytes;
 use http_body_util::BodyExt;
 use serde_json::Value;
 
-use super::engine::EngineError;
-use super::tls::TlsConfig;
-use super::transport::{
-    HttpClient, build_request, describe, header_pairs, header_text, http_method,
-};
+use crate::config::{Env, protocol_log_config};
+use crate::error::EngineError;
+use crate::http::{HttpClient, build_request, describe, header_pairs, header_text, http_method};
+use crate::runtime::{Runtime, within};
+use crate::tls::TlsConfig;
 
 /// The default deadline of one discovery call, body included (DS-2, CF-13, CF-14).
 pub const DEFAULT_DISCOVERY_DEADLINE: Duration = Duration::from_secs(30);
@@ -113,8 +113,8 @@ impl DiscoveryError {
 
 /// The HTTP side shared by both clients: the HTTP client, the deadline and the log settings.
 #[derive(Clone)]
-struct Fetcher {
-    client: HttpClient,
+struct Fetcher<R> {
+    client: HttpClient<R>,
     deadline: Duration,
     max_body_bytes: usize,
     log: LogConfig,
@@ -130,11 +130,11 @@ struct Answer {
     url: String,
 }
 
-impl Fetcher {
+impl<R: Runtime> Fetcher<R> {
     /// Sends `req` (following redirects) and reads the whole body, all within the deadline.
     async fn fetch(&self, req: DiscoveryRequest) -> Result<Answer, DiscoveryError> {
         let url = req.log_url.clone();
-        match super::within(self.deadline, self.fetch_following(req)).await {
+        match within::<R, _>(self.deadline, self.fetch_following(req)).await {
             Some(result) => result,
             None => {
                 tracing::warn!(url = %url, deadline = ?self.deadline, "[{}] discovery deadline passed", self.label);
@@ -270,15 +270,15 @@ fn response_error(url: String) -> impl FnOnce(core_discovery::DiscoveryError) ->
 
 /// The settings both discovery clients share.
 #[derive(Clone)]
-struct Settings {
+struct Settings<R> {
     tls: TlsConfig,
     deadline: Duration,
     max_body_bytes: usize,
-    http: Option<HttpClient>,
+    http: Option<HttpClient<R>>,
     log: Option<LogConfig>,
 }
 
-impl Default for Settings {
+impl<R: Runtime> Default for Settings<R> {
     fn default() -> Self {
         Settings {
             tls: TlsConfig::default(),
@@ -290,8 +290,8 @@ impl Default for Settings {
     }
 }
 
-impl Settings {
-    fn fetcher(self, label: &'static str) -> Result<Fetcher, DiscoveryError> {
+impl<R: Runtime> Settings<R> {
+    fn fetcher(self, label: &'static str) -> Result<Fetcher<R>, DiscoveryError> {
         if self.deadline.is_zero() {
             return Err(DiscoveryError::Config("the deadline must be positive"));
         }
@@ -309,7 +309,7 @@ impl Settings {
         };
         let log = match self.log {
             Some(l) => l,
-            None => super::config::protocol_log_config(&super::config::Env::process(), None)?,
+            None => protocol_log_config(&Env::process(), None)?,
         };
         Ok(Fetcher {
             client,
@@ -323,7 +323,7 @@ impl Settings {
 
 macro_rules! settings_setters {
     ($builder:ident) => {
-        impl $builder {
+        impl<R: Runtime> $builder<R> {
             /// The TLS policy of this client's own connections (default: verify against the
             /// webpki roots). The development-only insecure mode applies to this client only
             /// and logs a warning (DS-10, TL-6).
@@ -347,7 +347,7 @@ macro_rules! settings_setters {
             }
 
             /// Sends through this HTTP client (its TLS policy applies) instead of a new one.
-            pub fn http_client(mut self, client: HttpClient) -> Self {
+            pub fn http_client(mut self, client: HttpClient<R>) -> Self {
                 self.settings.http = Some(client);
                 self
             }
@@ -369,12 +369,12 @@ macro_rules! settings_setters {
 /// A card registry (DS-2..DS-5): fetch all cards, fetch one by name and organisation, register
 /// a card.
 #[derive(Clone)]
-pub struct RegistryClient {
+pub struct RegistryClient<R> {
     core: core_discovery::RegistryClient,
-    fetcher: Fetcher,
+    fetcher: Fetcher<R>,
 }
 
-impl std::fmt::Debug for RegistryClient {
+impl<R> std::fmt::Debug for RegistryClient<R> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("RegistryClient")
             .field("base", &protolog::redact_url(self.core.base()))
@@ -384,12 +384,12 @@ impl std::fmt::Debug for RegistryClient {
 }
 
 /// Builds a [`RegistryClient`].
-pub struct RegistryClientBuilder {
+pub struct RegistryClientBuilder<R> {
     url: String,
-    settings: Settings,
+    settings: Settings<R>,
 }
 
-impl std::fmt::Debug for RegistryClientBuilder {
+impl<R> std::fmt::Debug for RegistryClientBuilder<R> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("RegistryClientBuilder")
             .field("url", &protolog::redact_url(&self.url))
@@ -401,10 +401,10 @@ impl std::fmt::Debug for RegistryClientBuilder {
 
 settings_setters!(RegistryClientBuilder);
 
-impl RegistryClientBuilder {
+impl<R: Runtime> RegistryClientBuilder<R> {
     /// Builds the client (and its HTTP client): a TLS policy that cannot be built or a zero
     /// deadline is an error.
-    pub fn build(self) -> Result<RegistryClient, DiscoveryError> {
+    pub fn build(self) -> Result<RegistryClient<R>, DiscoveryError> {
         Ok(RegistryClient {
             core: core_discovery::RegistryClient::new(&self.url),
             fetcher: self.settings.fetcher("Registry")?,
@@ -412,15 +412,15 @@ impl RegistryClientBuilder {
     }
 }
 
-impl RegistryClient {
+impl<R: Runtime> RegistryClient<R> {
     /// A client for the registry at `url` (a trailing `/` is stripped) with the defaults:
     /// verified TLS, 30 s deadline.
-    pub fn new(url: &str) -> Result<RegistryClient, DiscoveryError> {
+    pub fn new(url: &str) -> Result<RegistryClient<R>, DiscoveryError> {
         RegistryClient::builder(url).build()
     }
 
     /// Starts building a client for the registry at `url`.
-    pub fn builder(url: &str) -> RegistryClientBuilder {
+    pub fn builder(url: &str) -> RegistryClientBuilder<R> {
         RegistryClientBuilder {
             url: url.to_owned(),
             settings: Settings::default(),
@@ -438,7 +438,7 @@ impl RegistryClient {
     }
 
     /// This client's HTTP client (e.g. to read [`HttpClient::requests_sent`]).
-    pub fn http_client(&self) -> &HttpClient {
+    pub fn http_client(&self) -> &HttpClient<R> {
         &self.fetcher.client
     }
 
@@ -487,12 +487,12 @@ impl RegistryClient {
 /// `<anonymous>` (DS-9).
 #[doc(alias = "LoadPsop")]
 #[derive(Clone)]
-pub struct PsopClient {
+pub struct PsopClient<R> {
     core: core_discovery::PsopClient,
-    fetcher: Fetcher,
+    fetcher: Fetcher<R>,
 }
 
-impl std::fmt::Debug for PsopClient {
+impl<R> std::fmt::Debug for PsopClient<R> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("PsopClient")
             .field("deadline", &self.fetcher.deadline)
@@ -501,13 +501,13 @@ impl std::fmt::Debug for PsopClient {
 }
 
 /// Builds a [`PsopClient`].
-pub struct PsopClientBuilder {
+pub struct PsopClientBuilder<R> {
     base: String,
     access_token: Option<Secret>,
-    settings: Settings,
+    settings: Settings<R>,
 }
 
-impl std::fmt::Debug for PsopClientBuilder {
+impl<R> std::fmt::Debug for PsopClientBuilder<R> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("PsopClientBuilder")
             .field("base", &protolog::redact_url(&self.base))
@@ -520,7 +520,7 @@ impl std::fmt::Debug for PsopClientBuilder {
 
 settings_setters!(PsopClientBuilder);
 
-impl PsopClientBuilder {
+impl<R: Runtime> PsopClientBuilder<R> {
     /// The access token to send as the `access_token` query parameter.
     pub fn access_token(mut self, token: impl Into<String>) -> Self {
         self.access_token = Some(Secret::new(token));
@@ -529,7 +529,7 @@ impl PsopClientBuilder {
 
     /// Builds the client (and its HTTP client): a TLS policy that cannot be built or a zero
     /// deadline is an error.
-    pub fn build(self) -> Result<PsopClient, DiscoveryError> {
+    pub fn build(self) -> Result<PsopClient<R>, DiscoveryError> {
         Ok(PsopClient {
             core: core_discovery::PsopClient::new(&self.base, self.access_token),
             fetcher: self.settings.fetcher("LoadPsop")?,
@@ -537,15 +537,15 @@ impl PsopClientBuilder {
     }
 }
 
-impl PsopClient {
+impl<R: Runtime> PsopClient<R> {
     /// A client for the store at `base` (a trailing `/` is stripped) without an access token,
     /// with verified TLS and a 30 s deadline.
-    pub fn new(base: &str) -> Result<PsopClient, DiscoveryError> {
+    pub fn new(base: &str) -> Result<PsopClient<R>, DiscoveryError> {
         PsopClient::builder(base).build()
     }
 
     /// Starts building a client for the store at `base`.
-    pub fn builder(base: &str) -> PsopClientBuilder {
+    pub fn builder(base: &str) -> PsopClientBuilder<R> {
         PsopClientBuilder {
             base: base.to_owned(),
             access_token: None,
@@ -559,7 +559,7 @@ impl PsopClient {
     }
 
     /// This client's HTTP client (e.g. to read [`HttpClient::requests_sent`]).
-    pub fn http_client(&self) -> &HttpClient {
+    pub fn http_client(&self) -> &HttpClient<R> {
         &self.fetcher.client
     }
 

@@ -4,14 +4,17 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use super::block_on;
-use super::rt::{BuiltControlPoint, ControlPointBuilder, Engine};
+use a2at_driver::{BuiltControlPoint, ControlPointBuilder};
+
+use crate::runtime::TestRuntime;
+
+type Engine<T> = a2at_driver::Engine<<T as TestRuntime>::Rt>;
+use crate::ScriptedAgent;
+use crate::loopback::LoopbackServer;
 use a2at_core::host::{MessageContent, RouteDecision};
 use a2at_core::result::StepStatus;
 use a2at_core::run::RunStart;
 use a2at_core::workflow::{ValidatedWorkflow, parse_and_validate};
-use a2at_tests::ScriptedAgent;
-use a2at_tests::loopback::LoopbackServer;
 use serde_json::{Value, json};
 
 fn workflow(v: Value) -> ValidatedWorkflow {
@@ -44,9 +47,9 @@ fn host() -> BuiltControlPoint {
         .build()
 }
 
-pub(crate) async fn run_fan_out(agents: Vec<ScriptedAgent>) {
+pub async fn run_fan_out<T: TestRuntime>(agents: Vec<ScriptedAgent>) {
     let server = LoopbackServer::start(agents).await;
-    let engine = Engine::builder(server.cards())
+    let engine = Engine::<T>::builder(server.cards())
         .poll_interval(Duration::from_millis(5))
         .task_budget(Duration::from_secs(10))
         .build()
@@ -81,33 +84,29 @@ pub(crate) async fn run_fan_out(agents: Vec<ScriptedAgent>) {
     );
 }
 
-#[test]
-fn fan_out_and_routing_complete_over_jsonrpc_unary() {
-    block_on(run_fan_out(vec![
+pub fn fan_out_and_routing_complete_over_jsonrpc_unary<T: TestRuntime>() {
+    T::block_on(run_fan_out::<T>(vec![
         ScriptedAgent::new("alpha"),
         ScriptedAgent::new("beta"),
     ]));
 }
 
-#[test]
-fn fan_out_and_routing_complete_over_jsonrpc_streaming() {
-    block_on(run_fan_out(vec![
+pub fn fan_out_and_routing_complete_over_jsonrpc_streaming<T: TestRuntime>() {
+    T::block_on(run_fan_out::<T>(vec![
         ScriptedAgent::new("alpha").streaming(),
         ScriptedAgent::new("beta").streaming(),
     ]));
 }
 
-#[test]
-fn fan_out_and_routing_complete_over_rest_unary() {
-    block_on(run_fan_out(vec![
+pub fn fan_out_and_routing_complete_over_rest_unary<T: TestRuntime>() {
+    T::block_on(run_fan_out::<T>(vec![
         ScriptedAgent::new("alpha").rest(),
         ScriptedAgent::new("beta").rest(),
     ]));
 }
 
-#[test]
-fn fan_out_and_routing_complete_over_rest_streaming() {
-    block_on(run_fan_out(vec![
+pub fn fan_out_and_routing_complete_over_rest_streaming<T: TestRuntime>() {
+    T::block_on(run_fan_out::<T>(vec![
         ScriptedAgent::new("alpha").rest().streaming(),
         ScriptedAgent::new("beta").rest().streaming(),
     ]));

@@ -16,9 +16,11 @@
 //!
 //! [`ExtensionSender::open_notification`] returns the handle at once: the machine is built and
 //! the handle registered before any I/O (XS-3). The driver runs in its own task; the listener
-//! runs on its own (plain `std`) thread, fed by its own unbounded queue, so a slow (even
-//! blocking) listener delays only its own subscription. Listener calls are made in order;
-//! a panicking listener is logged and the next event is still delivered.
+//! is fed by its own unbounded queue, and each call runs through the runtime's blocking-call
+//! facility ([`Runtime::run_blocking`]), one call at a time per subscription, so a slow (even
+//! blocking) listener delays only its own subscription and no thread is kept per
+//! subscription. Listener calls are made in order; a panicking listener is logged and the next
+//! event is still delivered.
 //!
 //! Reattachments (`SubscribeToTask` after a dropped stream) are told to the optional
 //! `on_reattach` callback of [`ExtensionSender::open_notification_with_reattach`], in order with
@@ -27,17 +29,18 @@
 //! Dropping every handle does **not** close a subscription (XS-6): call
 //! [`NotificationSubscription::close`].
 //!
-//! Shared by both runtimes: tasks, clock and timers come from `crate::rt::Runtime`, channels and
-//! abort handles from `futures`.
+//! Tasks, clock, timers and blocking calls come from the [`Runtime`]; channels and abort
+//! handles from `futures`.
 
 use std::collections::HashMap;
 use std::collections::hash_map::RandomState;
 use std::hash::{BuildHasher, Hasher};
+use std::marker::PhantomData;
 use std::panic::AssertUnwindSafe;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::task::{Poll, Waker};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use a2at_core::a2a::{AgentCard, Binding, ReceivedMessage};
 use a2at_core::agents::AgentDirectory;
@@ -48,15 +51,19 @@ use a2at_core::extension::{
 use a2at_core::host::MessageContent;
 use a2at_core::io::{ApiMisuse, HttpRequest, Input};
 use a2at_core::{OpId, Timestamp};
+use futures::StreamExt;
 use futures::channel::{mpsc, oneshot};
 use futures::future::AbortHandle;
 
-use super::Rt;
-use super::driver::{Waiter, spawn_abortable};
-use super::engine::{Engine, EngineError, SeedSource};
-use super::tls::TlsConfig;
-use super::transport::{AuthHook, HttpClient, Limits, Transport};
-use crate::rt::{Instant, Runtime};
+use crate::auth::Authenticator;
+use crate::config::{DEFAULT_LOGIN_TIMEOUT, Env, SeedSource, protocol_log_config};
+use crate::engine::Engine;
+use crate::error::EngineError;
+use crate::http::HttpClient;
+use crate::run_loop::{Waiter, spawn_abortable};
+use crate::runtime::Runtime;
+use crate::tls::TlsConfig;
+use crate::transport::{AuthHook, Limits, Transport};
 
 /// Completions waiting for a driver; exchange tasks wait when it is full.
 const COMPLETION_QUEUE: usize = 256;
@@ -141,11 +148,11 @@ impl Default for ExtensionSenderConfig {
 
 /// Builds an [`ExtensionSender`]; from [`ExtensionSender::builder`] or
 /// [`Engine::extension_sender_builder`].
-pub struct ExtensionSenderBuilder {
+pub struct ExtensionSenderBuilder<R> {
     cards: Option<Vec<AgentCard>>,
     directory: Option<Arc<AgentDirectory>>,
     config: ExtensionSenderConfig,
-    http: Option<HttpClient>,
+    http: Option<HttpClient<R>>,
     auth: Option<AuthHook>,
     credentials: Option<a2at_core::auth::CredentialsConfig>,
     tls: Option<TlsConfig>,
@@ -153,7 +160,7 @@ pub struct ExtensionSenderBuilder {
     log: Option<a2at_core::protolog::LogConfig>,
 }
 
-impl std::fmt::Debug for ExtensionSenderBuilder {
+impl<R> std::fmt::Debug for ExtensionSenderBuilder<R> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("ExtensionSenderBuilder")
             .field("config", &self.config)
@@ -161,7 +168,7 @@ impl std::fmt::Debug for ExtensionSenderBuilder {
     }
 }
 
-impl ExtensionSenderBuilder {
+impl<R: Runtime> ExtensionSenderBuilder<R> {
     /// Replaces all settings.
     pub fn config(mut self, config: ExtensionSenderConfig) -> Self {
         self.config = config;
@@ -224,7 +231,7 @@ impl ExtensionSenderBuilder {
     }
 
     /// Uses this HTTP client instead of a new pool of its own.
-    pub fn http_client(mut self, client: HttpClient) -> Self {
+    pub fn http_client(mut self, client: HttpClient<R>) -> Self {
         self.http = Some(client);
         self
     }
@@ -249,7 +256,7 @@ impl ExtensionSenderBuilder {
     }
 
     /// Validates the cards and settings and builds the sender.
-    pub fn build(self) -> Result<ExtensionSender, EngineError> {
+    pub fn build(self) -> Result<ExtensionSender<R>, EngineError> {
         let c = &self.config;
         if c.max_in_flight == 0 || c.max_in_flight_per_agent == 0 {
             return Err(EngineError::Config("in-flight limits must be at least 1"));
@@ -266,7 +273,7 @@ impl ExtensionSenderBuilder {
         }
         let log = match self.log {
             Some(log) => log,
-            None => super::config::protocol_log_config(&super::config::Env::process(), None)?,
+            None => protocol_log_config(&Env::process(), None)?,
         };
         let client = match self.http {
             Some(client) => client,
@@ -277,7 +284,7 @@ impl ExtensionSenderBuilder {
             c.max_in_flight_per_agent,
             c.max_in_flight,
         );
-        let credentials = super::auth::Authenticator::new(
+        let credentials = Authenticator::new(
             &directory,
             self.credentials.as_ref(),
             self.auth.is_some(),
@@ -300,21 +307,28 @@ impl ExtensionSenderBuilder {
     }
 }
 
-struct SenderInner {
+struct SenderInner<R> {
     directory: Arc<AgentDirectory>,
     config: ExtensionSenderConfig,
-    transport: Arc<Transport>,
+    transport: Arc<Transport<R>>,
     operations: AtomicU64,
 }
 
 /// Sends Authorization-T and opens Notification-T subscriptions, independently of any workflow.
 /// Cheap to clone; usable while workflows run.
-#[derive(Clone)]
-pub struct ExtensionSender {
-    inner: Arc<SenderInner>,
+pub struct ExtensionSender<R> {
+    inner: Arc<SenderInner<R>>,
 }
 
-impl std::fmt::Debug for ExtensionSender {
+impl<R> Clone for ExtensionSender<R> {
+    fn clone(&self) -> Self {
+        ExtensionSender {
+            inner: self.inner.clone(),
+        }
+    }
+}
+
+impl<R> std::fmt::Debug for ExtensionSender<R> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("ExtensionSender")
             .field("agents", &self.inner.directory.len())
@@ -323,11 +337,11 @@ impl std::fmt::Debug for ExtensionSender {
     }
 }
 
-impl Engine {
+impl<R: Runtime> Engine<R> {
     /// A builder for an [`ExtensionSender`] over this engine's validated cards and
     /// authentication hook, with budgets taken from the engine (send budget = task budget).
     /// The sender gets its own transport (XS-9).
-    pub fn extension_sender_builder(&self) -> ExtensionSenderBuilder {
+    pub fn extension_sender_builder(&self) -> ExtensionSenderBuilder<R> {
         let parts = self.extension_parts();
         let c = self.config();
         ExtensionSenderBuilder {
@@ -352,14 +366,14 @@ impl Engine {
 
     /// An [`ExtensionSender`] with its own transport over this engine's cards, authentication
     /// hook and budgets; see [`Engine::extension_sender_builder`].
-    pub fn extension_sender(&self) -> Result<ExtensionSender, EngineError> {
+    pub fn extension_sender(&self) -> Result<ExtensionSender<R>, EngineError> {
         self.extension_sender_builder().build()
     }
 }
 
-impl ExtensionSender {
+impl<R: Runtime> ExtensionSender<R> {
     /// Starts building a sender for these agents.
-    pub fn builder(cards: Vec<AgentCard>) -> ExtensionSenderBuilder {
+    pub fn builder(cards: Vec<AgentCard>) -> ExtensionSenderBuilder<R> {
         ExtensionSenderBuilder {
             cards: Some(cards),
             directory: None,
@@ -368,7 +382,7 @@ impl ExtensionSender {
             auth: None,
             credentials: None,
             tls: None,
-            login_timeout: super::engine::DEFAULT_LOGIN_TIMEOUT,
+            login_timeout: DEFAULT_LOGIN_TIMEOUT,
             log: None,
         }
     }
@@ -379,7 +393,7 @@ impl ExtensionSender {
     }
 
     /// The sender's own HTTP client (e.g. to read [`HttpClient::requests_sent`]).
-    pub fn http_client(&self) -> &HttpClient {
+    pub fn http_client(&self) -> &HttpClient<R> {
         &self.inner.transport.client
     }
 
@@ -425,7 +439,7 @@ impl ExtensionSender {
         let (result_tx, result_rx) = oneshot::channel();
         let mut result_tx = Some(result_tx);
         let transport = self.inner.transport.clone();
-        Runtime::spawn(drive(
+        R::spawn(drive(
             AuthMachine(machine),
             transport,
             close_rx,
@@ -441,7 +455,7 @@ impl ExtensionSender {
     /// Opens a Notification-T subscription and returns its handle at once (XS-3): the handle is
     /// registered before any I/O, so the listener may call [`NotificationSubscription::close`]
     /// from its first call. `listener` gets every event's complete [`ReceivedMessage`], in
-    /// order, on the subscription's own thread.
+    /// order, one call at a time, through the runtime's blocking-call facility.
     ///
     /// `Err` only for the preconditions (XS-10); nothing is sent then. Must be called where the
     /// runtime can spawn tasks (with `a2at-tokio`, inside a tokio runtime).
@@ -450,25 +464,25 @@ impl ExtensionSender {
         agent: &str,
         content: MessageContent,
         listener: L,
-    ) -> Result<NotificationSubscription, ExtensionError>
+    ) -> Result<NotificationSubscription<R>, ExtensionError>
     where
-        L: Fn(&NotificationSubscription, ReceivedMessage) + Send + Sync + 'static,
+        L: Fn(&NotificationSubscription<R>, ReceivedMessage) + Send + Sync + 'static,
     {
         self.open(agent, content, Arc::new(listener), None)
     }
 
     /// Like [`ExtensionSender::open_notification`], also telling `on_reattach` (in order with
     /// the messages) each time a dropped stream was re-established with `SubscribeToTask`.
-    pub fn open_notification_with_reattach<L, R>(
+    pub fn open_notification_with_reattach<L, A>(
         &self,
         agent: &str,
         content: MessageContent,
         listener: L,
-        on_reattach: R,
-    ) -> Result<NotificationSubscription, ExtensionError>
+        on_reattach: A,
+    ) -> Result<NotificationSubscription<R>, ExtensionError>
     where
-        L: Fn(&NotificationSubscription, ReceivedMessage) + Send + Sync + 'static,
-        R: Fn(&NotificationSubscription, Reattachment) + Send + Sync + 'static,
+        L: Fn(&NotificationSubscription<R>, ReceivedMessage) + Send + Sync + 'static,
+        A: Fn(&NotificationSubscription<R>, Reattachment) + Send + Sync + 'static,
     {
         self.open(
             agent,
@@ -482,9 +496,9 @@ impl ExtensionSender {
         &self,
         agent: &str,
         content: MessageContent,
-        listener: Listener,
-        on_reattach: Option<ReattachListener>,
-    ) -> Result<NotificationSubscription, ExtensionError> {
+        listener: Listener<R>,
+        on_reattach: Option<ReattachListener<R>>,
+    ) -> Result<NotificationSubscription<R>, ExtensionError> {
         let machine =
             Notification::new(&self.inner.directory, agent, &content, self.core_config())?;
         let (close_tx, close_rx) = oneshot::channel::<()>();
@@ -492,7 +506,7 @@ impl ExtensionSender {
             shared: Arc::new(Shared {
                 agent: machine.agent_name().to_owned(),
                 context_id: machine.context_id().to_owned(),
-                opened_at: Runtime::now(),
+                opened_at: R::now(),
                 live: Mutex::new(Live {
                     last_event_at: None,
                     event_count: 0,
@@ -504,26 +518,38 @@ impl ExtensionSender {
                 ack: Signal::new(),
                 done: Signal::new(),
             }),
+            runtime: PhantomData,
         };
         tracing::debug!(agent, context_id = %handle.shared.context_id, "notification opened");
-        let (queue_tx, queue_rx) = std::sync::mpsc::channel::<Item>();
+        let (queue_tx, mut queue_rx) = mpsc::unbounded::<Item>();
         let for_listener = handle.clone();
-        std::thread::spawn(move || {
-            while let Ok(item) = queue_rx.recv() {
-                let call = AssertUnwindSafe(|| match item {
-                    Item::Message(m) => listener(&for_listener, *m),
-                    Item::Reattached(r) => {
-                        if let Some(cb) = &on_reattach {
-                            cb(&for_listener, r);
+        // One call at a time, awaited before the next: the order of events is kept, and only
+        // this subscription waits for a slow listener.
+        R::spawn(async move {
+            while let Some(item) = queue_rx.next().await {
+                let listener = listener.clone();
+                let on_reattach = on_reattach.clone();
+                let sub = for_listener.clone();
+                // The listener's logs go where this subscription's logs go.
+                let dispatch = tracing::dispatcher::get_default(Clone::clone);
+                R::run_blocking(move || {
+                    let _logs = tracing::dispatcher::set_default(&dispatch);
+                    let call = AssertUnwindSafe(|| match item {
+                        Item::Message(m) => listener(&sub, *m),
+                        Item::Reattached(r) => {
+                            if let Some(cb) = &on_reattach {
+                                cb(&sub, r);
+                            }
                         }
+                    });
+                    if std::panic::catch_unwind(call).is_err() {
+                        tracing::warn!(
+                            agent = %sub.shared.agent,
+                            "notification listener panicked; ignored"
+                        );
                     }
-                });
-                if std::panic::catch_unwind(call).is_err() {
-                    tracing::warn!(
-                        agent = %for_listener.shared.agent,
-                        "notification listener panicked; ignored"
-                    );
-                }
+                })
+                .await;
             }
             for_listener.shared.live().drained = true;
             // `completion()` waits for `drained` too: wake it.
@@ -531,10 +557,10 @@ impl ExtensionSender {
         });
         let shared = handle.shared.clone();
         let transport = self.inner.transport.clone();
-        Runtime::spawn(async move {
+        R::spawn(async move {
             let tell_shared = shared.clone();
             drive(NotiMachine(machine), transport, close_rx, move |out| {
-                tell_shared.on_output(out, &queue_tx);
+                tell_shared.on_output(out, R::now(), &queue_tx);
             })
             .await;
             // The queue's sender went with the driver: the listener drains what is left.
@@ -544,8 +570,8 @@ impl ExtensionSender {
     }
 }
 
-type Listener = Arc<dyn Fn(&NotificationSubscription, ReceivedMessage) + Send + Sync>;
-type ReattachListener = Arc<dyn Fn(&NotificationSubscription, Reattachment) + Send + Sync>;
+type Listener<R> = Arc<dyn Fn(&NotificationSubscription<R>, ReceivedMessage) + Send + Sync>;
+type ReattachListener<R> = Arc<dyn Fn(&NotificationSubscription<R>, Reattachment) + Send + Sync>;
 
 /// A dropped stream was re-established with `SubscribeToTask`; events in between may be lost.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -566,7 +592,7 @@ pub enum SubscriptionCompletion {
     EndedByAgent,
 }
 
-/// Liveness of a subscription (XS-8), on the runtime's clock.
+/// Liveness of a subscription (XS-8) when it was taken, on the runtime's clock.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Heartbeat {
     /// When the subscription was opened.
@@ -577,13 +603,16 @@ pub struct Heartbeat {
     pub event_count: u64,
     /// Whether the stream is still being driven.
     pub active: bool,
+    /// When this heartbeat was taken.
+    pub taken_at: Instant,
 }
 
 impl Heartbeat {
-    /// Active, and an event (or the opening) happened within `max_idle`.
+    /// Active, and an event (or the opening) happened within `max_idle` before the heartbeat
+    /// was taken.
     pub fn is_healthy(&self, max_idle: Duration) -> bool {
         let since = self.last_event_at.unwrap_or(self.opened_at);
-        self.active && Runtime::elapsed(since) <= max_idle
+        self.active && self.taken_at.saturating_duration_since(since) <= max_idle
     }
 }
 
@@ -596,7 +625,7 @@ struct Live {
     last_event_at: Option<Instant>,
     event_count: u64,
     active: bool,
-    /// The listener thread handed out everything and stopped.
+    /// The listener task handed out everything and stopped.
     drained: bool,
     reattachments: u32,
 }
@@ -686,7 +715,8 @@ impl Shared {
         self.live.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    fn on_output(&self, out: Told, queue: &std::sync::mpsc::Sender<Item>) {
+    /// Takes one thing the machine told; `now` is the runtime's clock.
+    fn on_output(&self, out: Told, now: Instant, queue: &mpsc::UnboundedSender<Item>) {
         match out {
             Told::Acknowledged(result) => {
                 self.ack.set_first(result.map_err(ExtensionError::Failed));
@@ -695,13 +725,13 @@ impl Shared {
                 {
                     let mut live = self.live();
                     live.event_count += 1;
-                    live.last_event_at = Some(Runtime::now());
+                    live.last_event_at = Some(now);
                 }
-                let _ = queue.send(Item::Message(message));
+                let _ = queue.unbounded_send(Item::Message(message));
             }
             Told::Reattached(r) => {
                 self.live().reattachments += 1;
-                let _ = queue.send(Item::Reattached(r));
+                let _ = queue.unbounded_send(Item::Reattached(r));
             }
             Told::Ended(end) => {
                 let outcome = match end {
@@ -731,12 +761,21 @@ impl Shared {
 
 /// The handle of one Notification-T subscription. Cheap to clone; every clone is the same
 /// subscription.
-#[derive(Clone)]
-pub struct NotificationSubscription {
+pub struct NotificationSubscription<R> {
     shared: Arc<Shared>,
+    runtime: PhantomData<fn() -> R>,
 }
 
-impl std::fmt::Debug for NotificationSubscription {
+impl<R> Clone for NotificationSubscription<R> {
+    fn clone(&self) -> Self {
+        NotificationSubscription {
+            shared: self.shared.clone(),
+            runtime: PhantomData,
+        }
+    }
+}
+
+impl<R: Runtime> std::fmt::Debug for NotificationSubscription<R> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("NotificationSubscription")
             .field("agent", &self.shared.agent)
@@ -746,7 +785,7 @@ impl std::fmt::Debug for NotificationSubscription {
     }
 }
 
-impl NotificationSubscription {
+impl<R: Runtime> NotificationSubscription<R> {
     /// The agent subscribed to.
     pub fn agent_name(&self) -> &str {
         &self.shared.agent
@@ -798,6 +837,7 @@ impl NotificationSubscription {
             last_event_at: live.last_event_at,
             event_count: live.event_count,
             active: live.active,
+            taken_at: R::now(),
         }
     }
 
@@ -912,13 +952,13 @@ impl Machine for NotiMachine {
 /// Drives one machine to its end: carries out exchanges, arms its timer, feeds completions back
 /// with the time they happened, and hands everything else to `tell`. `close` resolving (sent,
 /// or its sender dropped) is [`Input::Cancel`]. Decides nothing.
-async fn drive<M: Machine>(
+async fn drive<R: Runtime, M: Machine>(
     mut machine: M,
-    transport: Arc<Transport>,
+    transport: Arc<Transport<R>>,
     close: oneshot::Receiver<()>,
     mut tell: impl FnMut(M::Told) + Send,
 ) {
-    let mut waiter = Waiter::new(close);
+    let mut waiter = Waiter::<R>::new(close);
     let (tx, mut rx) = mpsc::channel::<Input>(COMPLETION_QUEUE);
     let mut ops: HashMap<OpId, AbortHandle> = HashMap::new();
     loop {
@@ -929,7 +969,7 @@ async fn drive<M: Machine>(
                     let transport = transport.clone();
                     let tx = tx.clone();
                     let task = async move { transport.exchange(req, tx).await };
-                    ops.insert(op, spawn_abortable(task));
+                    ops.insert(op, spawn_abortable::<R>(task));
                 }
                 Step::Abort(op) => {
                     if let Some(h) = ops.remove(&op) {

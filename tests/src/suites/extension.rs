@@ -8,21 +8,25 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use crate::loopback::LoopbackServer;
+use crate::{NotifyEvent as E, NotifyScript, Plan, ScriptedAgent, StreamEnding};
 use a2at_core::a2a::{ReceivedMessage, TaskState};
 use a2at_core::a2at::{AUTHORIZATION_T_URI, NOTIFICATION_T_URI};
 use a2at_core::host::MessageContent;
 use a2at_core::run::RunStart;
 use a2at_core::workflow::{ValidatedWorkflow, parse_and_validate};
-use a2at_tests::loopback::LoopbackServer;
-use a2at_tests::{NotifyEvent as E, NotifyScript, Plan, ScriptedAgent, StreamEnding};
 use futures::future::Either;
 use serde_json::json;
 
-use super::rt::{
-    BuiltControlPoint, ControlPointBuilder, Engine, ExtensionError, ExtensionSender,
-    NotificationSubscription, Reattachment, SubscriptionCompletion,
+use a2at_driver::{
+    BuiltControlPoint, ControlPointBuilder, ExtensionError, Reattachment, SubscriptionCompletion,
 };
-use super::{block_on, sleep};
+
+use crate::runtime::TestRuntime;
+
+type Engine<T> = a2at_driver::Engine<<T as TestRuntime>::Rt>;
+type ExtensionSender<T> = a2at_driver::ExtensionSender<<T as TestRuntime>::Rt>;
+type NotificationSubscription<T> = a2at_driver::NotificationSubscription<<T as TestRuntime>::Rt>;
 
 const WORKING: &str = "TASK_STATE_WORKING";
 const COMPLETED: &str = "TASK_STATE_COMPLETED";
@@ -52,8 +56,8 @@ fn ext_agent(name: &str) -> ScriptedAgent {
         .with_extension(NOTIFICATION_T_URI)
 }
 
-fn sender(server: &LoopbackServer) -> ExtensionSender {
-    ExtensionSender::builder(server.cards())
+fn sender<T: TestRuntime>(server: &LoopbackServer) -> ExtensionSender<T> {
+    ExtensionSender::<T>::builder(server.cards())
         .ack_timeout(Duration::from_secs(5))
         .poll_interval(Duration::from_millis(5))
         .send_budget(Duration::from_secs(5))
@@ -64,13 +68,13 @@ fn sender(server: &LoopbackServer) -> ExtensionSender {
 
 type Seen = Arc<Mutex<Vec<ReceivedMessage>>>;
 
-fn recorder() -> (
+fn recorder<T: TestRuntime>() -> (
     Seen,
-    impl Fn(&NotificationSubscription, ReceivedMessage) + Send + Sync + 'static,
+    impl Fn(&NotificationSubscription<T>, ReceivedMessage) + Send + Sync + 'static,
 ) {
     let seen: Seen = Arc::default();
     let s = seen.clone();
-    (seen, move |_: &NotificationSubscription, m| {
+    (seen, move |_: &NotificationSubscription<T>, m| {
         s.lock().unwrap().push(m)
     })
 }
@@ -84,28 +88,31 @@ fn texts(seen: &Seen) -> Vec<String> {
         .collect()
 }
 
-async fn eventually(what: &str, cond: impl Fn() -> bool) {
+async fn eventually<T: TestRuntime>(what: &str, cond: impl Fn() -> bool) {
     for _ in 0..600 {
         if cond() {
             return;
         }
-        sleep(Duration::from_millis(5)).await;
+        T::sleep(Duration::from_millis(5)).await;
     }
     panic!("timed out waiting for: {what}");
 }
 
 /// `f`'s output, or `None` when `limit` passed first (on the runtime's timer).
-async fn timeout<T>(limit: Duration, f: impl std::future::Future<Output = T>) -> Option<T> {
+async fn timeout<T: TestRuntime, O>(
+    limit: Duration,
+    f: impl std::future::Future<Output = O>,
+) -> Option<O> {
     let f = std::pin::pin!(f);
-    let timer = std::pin::pin!(sleep(limit));
+    let timer = std::pin::pin!(T::sleep(limit));
     match futures::future::select(f, timer).await {
         Either::Left((output, _)) => Some(output),
         Either::Right(_) => None,
     }
 }
 
-async fn within<T>(what: &str, f: impl std::future::Future<Output = T>) -> T {
-    timeout(Duration::from_secs(5), f)
+async fn within<T: TestRuntime, O>(what: &str, f: impl std::future::Future<Output = O>) -> O {
+    timeout::<T, O>(Duration::from_secs(5), f)
         .await
         .unwrap_or_else(|| panic!("timed out: {what}"))
 }
@@ -129,9 +136,8 @@ fn echo_host() -> Arc<BuiltControlPoint> {
 
 // ----- Notification-T -----
 
-#[test]
-pub(crate) fn ack_then_notifications_then_host_close() {
-    block_on(async {
+pub fn ack_then_notifications_then_host_close<T: TestRuntime>() {
+    T::block_on(async {
         let script = NotifyScript::new(
             vec![
                 E::Task(WORKING),
@@ -143,17 +149,17 @@ pub(crate) fn ack_then_notifications_then_host_close() {
             StreamEnding::StayOpen,
         );
         let server = LoopbackServer::start(vec![ext_agent("noc").then(Plan::Notify(script))]).await;
-        let sender = sender(&server);
-        let (seen, listener) = recorder();
+        let sender = sender::<T>(&server);
+        let (seen, listener) = recorder::<T>();
         let sub = sender
             .open_notification("noc", notify_content(), listener)
             .expect("preconditions hold");
         assert_eq!(sub.agent_name(), "noc");
         assert!(!sub.context_id().is_empty());
-        within("ack", sub.acknowledgement())
+        within::<T, _>("ack", sub.acknowledgement())
             .await
             .expect("acknowledged");
-        eventually("5 notifications", || seen.lock().unwrap().len() == 5).await;
+        eventually::<T>("5 notifications", || seen.lock().unwrap().len() == 5).await;
         let hb = sub.heartbeat();
         assert_eq!(hb.event_count, 5);
         assert!(hb.active && hb.last_event_at.is_some());
@@ -178,7 +184,9 @@ pub(crate) fn ack_then_notifications_then_host_close() {
         sub.close();
         sub.close();
         assert_eq!(
-            within("completion", sub.completion()).await.unwrap(),
+            within::<T, _>("completion", sub.completion())
+                .await
+                .unwrap(),
             SubscriptionCompletion::Closed
         );
         assert!(!sub.heartbeat().active);
@@ -196,20 +204,21 @@ pub(crate) fn ack_then_notifications_then_host_close() {
     });
 }
 
-#[test]
-fn the_agent_ending_the_stream_completes_the_subscription() {
-    block_on(async {
+pub fn the_agent_ending_the_stream_completes_the_subscription<T: TestRuntime>() {
+    T::block_on(async {
         let script = NotifyScript::new(
             vec![E::Task(WORKING), E::Status(COMPLETED, "final")],
             StreamEnding::End,
         );
         let server = LoopbackServer::start(vec![ext_agent("noc").then(Plan::Notify(script))]).await;
-        let (seen, listener) = recorder();
-        let sub = sender(&server)
+        let (seen, listener) = recorder::<T>();
+        let sub = sender::<T>(&server)
             .open_notification("noc", notify_content(), listener)
             .unwrap();
         assert_eq!(
-            within("completion", sub.completion()).await.unwrap(),
+            within::<T, _>("completion", sub.completion())
+                .await
+                .unwrap(),
             SubscriptionCompletion::EndedByAgent
         );
         // completion() waits until the listener had every event.
@@ -220,9 +229,8 @@ fn the_agent_ending_the_stream_completes_the_subscription() {
     });
 }
 
-#[test]
-fn a_terminal_state_mid_subscription_keeps_it_open() {
-    block_on(async {
+pub fn a_terminal_state_mid_subscription_keeps_it_open<T: TestRuntime>() {
+    T::block_on(async {
         let script = NotifyScript::new(
             vec![
                 E::Task(WORKING),
@@ -232,12 +240,12 @@ fn a_terminal_state_mid_subscription_keeps_it_open() {
             StreamEnding::StayOpen,
         );
         let server = LoopbackServer::start(vec![ext_agent("noc").then(Plan::Notify(script))]).await;
-        let (seen, listener) = recorder();
-        let sub = sender(&server)
+        let (seen, listener) = recorder::<T>();
+        let sub = sender::<T>(&server)
             .open_notification("noc", notify_content(), listener)
             .unwrap();
-        eventually("3 events", || seen.lock().unwrap().len() == 3).await;
-        let open = timeout(Duration::from_millis(150), sub.completion()).await;
+        eventually::<T>("3 events", || seen.lock().unwrap().len() == 3).await;
+        let open = timeout::<T, _>(Duration::from_millis(150), sub.completion()).await;
         assert!(
             open.is_none(),
             "a COMPLETED task does not end the subscription"
@@ -245,38 +253,42 @@ fn a_terminal_state_mid_subscription_keeps_it_open() {
         assert!(sub.is_active());
         sub.close();
         assert_eq!(
-            within("completion", sub.completion()).await.unwrap(),
+            within::<T, _>("completion", sub.completion())
+                .await
+                .unwrap(),
             SubscriptionCompletion::Closed
         );
     });
 }
 
-#[test]
-fn ack_timeout_fails_the_acknowledgement_and_closes_the_stream() {
-    block_on(async {
+pub fn ack_timeout_fails_the_acknowledgement_and_closes_the_stream<T: TestRuntime>() {
+    T::block_on(async {
         // An artifact alone is not an ACK; the agent then stays silent.
         let script = NotifyScript::new(vec![E::Artifact("early", false)], StreamEnding::StayOpen);
         let server = LoopbackServer::start(vec![ext_agent("noc").then(Plan::Notify(script))]).await;
-        let sender = ExtensionSender::builder(server.cards())
+        let sender = ExtensionSender::<T>::builder(server.cards())
             .ack_timeout(Duration::from_millis(200))
             .build()
             .unwrap();
-        let (seen, listener) = recorder();
+        let (seen, listener) = recorder::<T>();
         let sub = sender
             .open_notification("noc", notify_content(), listener)
             .unwrap();
-        let ack = within("ack", sub.acknowledgement()).await.unwrap_err();
+        let ack = within::<T, _>("ack", sub.acknowledgement())
+            .await
+            .unwrap_err();
         assert_eq!(ack.code(), "extension.ack_timeout");
-        let end = within("completion", sub.completion()).await.unwrap_err();
+        let end = within::<T, _>("completion", sub.completion())
+            .await
+            .unwrap_err();
         assert_eq!(end.code(), "extension.ack_timeout");
         assert_eq!(seen.lock().unwrap().len(), 1);
         assert!(!sub.is_active());
     });
 }
 
-#[test]
-fn closing_before_the_ack_fails_it_and_the_listener_may_close_at_once() {
-    block_on(async {
+pub fn closing_before_the_ack_fails_it_and_the_listener_may_close_at_once<T: TestRuntime>() {
+    T::block_on(async {
         let server = LoopbackServer::start(vec![
             ext_agent("quiet").by_default(Plan::Hang),
             ext_agent("noc").by_default(Plan::Notify(NotifyScript::new(
@@ -289,15 +301,19 @@ fn closing_before_the_ack_fails_it_and_the_listener_may_close_at_once() {
             ))),
         ])
         .await;
-        let sender = sender(&server);
+        let sender = sender::<T>(&server);
         let sub = sender
             .open_notification("quiet", notify_content(), |_, _| {})
             .unwrap();
         sub.close();
-        let ack = within("ack", sub.acknowledgement()).await.unwrap_err();
+        let ack = within::<T, _>("ack", sub.acknowledgement())
+            .await
+            .unwrap_err();
         assert!(ack.is_closed_before_acknowledgement(), "{ack}");
         assert_eq!(
-            within("completion", sub.completion()).await.unwrap(),
+            within::<T, _>("completion", sub.completion())
+                .await
+                .unwrap(),
             SubscriptionCompletion::Closed
         );
 
@@ -311,16 +327,17 @@ fn closing_before_the_ack_fails_it_and_the_listener_may_close_at_once() {
             })
             .unwrap();
         assert_eq!(
-            within("completion", sub.completion()).await.unwrap(),
+            within::<T, _>("completion", sub.completion())
+                .await
+                .unwrap(),
             SubscriptionCompletion::Closed
         );
         assert!(calls.load(Ordering::SeqCst) >= 1);
     });
 }
 
-#[test]
-fn a_dropped_connection_reattaches_with_subscribe_to_task() {
-    block_on(async {
+pub fn a_dropped_connection_reattaches_with_subscribe_to_task<T: TestRuntime>() {
+    T::block_on(async {
         for agent in [ext_agent("noc"), ext_agent("noc").rest()] {
             let script = NotifyScript::new(
                 vec![E::Task(WORKING), E::Status(WORKING, "before")],
@@ -331,15 +348,15 @@ fn a_dropped_connection_reattaches_with_subscribe_to_task() {
                 StreamEnding::StayOpen,
             );
             let server = LoopbackServer::start(vec![agent.then(Plan::Notify(script))]).await;
-            let (seen, listener) = recorder();
+            let (seen, listener) = recorder::<T>();
             let reattached: Arc<Mutex<Vec<Reattachment>>> = Arc::default();
             let r = reattached.clone();
-            let sub = sender(&server)
+            let sub = sender::<T>(&server)
                 .open_notification_with_reattach("noc", notify_content(), listener, move |_, re| {
                     r.lock().unwrap().push(re)
                 })
                 .unwrap();
-            eventually("events after the reattachment", || {
+            eventually::<T>("events after the reattachment", || {
                 texts(&seen) == ["before", "after"]
             })
             .await;
@@ -352,20 +369,21 @@ fn a_dropped_connection_reattaches_with_subscribe_to_task() {
             assert_eq!(subs[0].params["id"], re[0].task_id.as_str());
             sub.close();
             assert_eq!(
-                within("completion", sub.completion()).await.unwrap(),
+                within::<T, _>("completion", sub.completion())
+                    .await
+                    .unwrap(),
                 SubscriptionCompletion::Closed
             );
         }
     });
 }
 
-#[test]
-fn reattachment_gives_up_after_the_configured_attempts() {
-    block_on(async {
+pub fn reattachment_gives_up_after_the_configured_attempts<T: TestRuntime>() {
+    T::block_on(async {
         let script = NotifyScript::new(vec![E::Task(WORKING)], StreamEnding::Drop)
             .then_resubscribe(vec![], StreamEnding::Drop);
         let server = LoopbackServer::start(vec![ext_agent("noc").then(Plan::Notify(script))]).await;
-        let sender = ExtensionSender::builder(server.cards())
+        let sender = ExtensionSender::<T>::builder(server.cards())
             .reattach_delay(Duration::from_millis(5))
             .max_reattach_attempts(2)
             .build()
@@ -373,7 +391,9 @@ fn reattachment_gives_up_after_the_configured_attempts() {
         let sub = sender
             .open_notification("noc", notify_content(), |_, _| {})
             .unwrap();
-        let err = within("completion", sub.completion()).await.unwrap_err();
+        let err = within::<T, _>("completion", sub.completion())
+            .await
+            .unwrap_err();
         assert_eq!(err.code(), "extension.reattach_exhausted");
         assert_eq!(server.requests_to("noc", "SubscribeToTask").len(), 2);
         assert!(
@@ -383,9 +403,8 @@ fn reattachment_gives_up_after_the_configured_attempts() {
     });
 }
 
-#[test]
-fn a_non_streaming_agent_answers_once_and_that_is_the_whole_stream() {
-    block_on(async {
+pub fn a_non_streaming_agent_answers_once_and_that_is_the_whole_stream<T: TestRuntime>() {
+    T::block_on(async {
         let agent = ScriptedAgent::new("noc")
             .with_extension(NOTIFICATION_T_URI)
             .then(Plan::Notify(NotifyScript::new(
@@ -393,13 +412,15 @@ fn a_non_streaming_agent_answers_once_and_that_is_the_whole_stream() {
                 StreamEnding::StayOpen,
             )));
         let server = LoopbackServer::start(vec![agent]).await;
-        let (seen, listener) = recorder();
-        let sub = sender(&server)
+        let (seen, listener) = recorder::<T>();
+        let sub = sender::<T>(&server)
             .open_notification("noc", notify_content(), listener)
             .unwrap();
-        assert!(within("ack", sub.acknowledgement()).await.is_ok());
+        assert!(within::<T, _>("ack", sub.acknowledgement()).await.is_ok());
         assert_eq!(
-            within("completion", sub.completion()).await.unwrap(),
+            within::<T, _>("completion", sub.completion())
+                .await
+                .unwrap(),
             SubscriptionCompletion::EndedByAgent
         );
         assert_eq!(seen.lock().unwrap().len(), 1);
@@ -407,15 +428,14 @@ fn a_non_streaming_agent_answers_once_and_that_is_the_whole_stream() {
     });
 }
 
-#[test]
-fn preconditions_fail_before_any_request() {
-    block_on(async {
+pub fn preconditions_fail_before_any_request<T: TestRuntime>() {
+    T::block_on(async {
         let server = LoopbackServer::start(vec![
             ext_agent("noc"),
             ScriptedAgent::new("plain").streaming(),
         ])
         .await;
-        let sender = sender(&server);
+        let sender = sender::<T>(&server);
         let not_activated = MessageContent::text("x").with_extension(NOTIFICATION_T_URI);
         let e = sender
             .open_notification("noc", not_activated, |_, _| {})
@@ -441,9 +461,8 @@ fn preconditions_fail_before_any_request() {
 
 // ----- Authorization-T -----
 
-#[test]
-pub(crate) fn authorization_success_failure_rejection_and_polling() {
-    block_on(async {
+pub fn authorization_success_failure_rejection_and_polling<T: TestRuntime>() {
+    T::block_on(async {
         let server = LoopbackServer::start(vec![
             ext_agent("auth")
                 .then(Plan::States(vec![COMPLETED]))
@@ -456,7 +475,7 @@ pub(crate) fn authorization_success_failure_rejection_and_polling() {
                 .then(Plan::States(vec![WORKING, WORKING, COMPLETED])),
         ])
         .await;
-        let sender = sender(&server);
+        let sender = sender::<T>(&server);
 
         let ok = sender
             .send_authorization("auth", auth_content())
@@ -503,12 +522,11 @@ pub(crate) fn authorization_success_failure_rejection_and_polling() {
     });
 }
 
-#[test]
-fn an_expired_authorization_cancels_its_remote_task() {
-    block_on(async {
+pub fn an_expired_authorization_cancels_its_remote_task<T: TestRuntime>() {
+    T::block_on(async {
         let server =
             LoopbackServer::start(vec![ext_agent("auth").then(Plan::States(vec![WORKING]))]).await;
-        let sender = ExtensionSender::builder(server.cards())
+        let sender = ExtensionSender::<T>::builder(server.cards())
             .send_budget(Duration::from_millis(150))
             .poll_interval(Duration::from_millis(10))
             .build()
@@ -518,7 +536,7 @@ fn an_expired_authorization_cancels_its_remote_task() {
             .await
             .unwrap();
         assert_eq!(r.failure_code.as_deref(), Some("extension.timeout"));
-        eventually("CancelTask cleanup", || {
+        eventually::<T>("CancelTask cleanup", || {
             server.requests_to("auth", "CancelTask").len() == 1
         })
         .await;
@@ -528,9 +546,8 @@ fn an_expired_authorization_cancels_its_remote_task() {
 
 // ----- concurrency and independence -----
 
-#[test]
-fn a_slow_listener_delays_neither_other_subscriptions_nor_a_workflow() {
-    block_on(async {
+pub fn a_slow_listener_delays_neither_other_subscriptions_nor_a_workflow<T: TestRuntime>() {
+    T::block_on(async {
         const SUBS: usize = 8;
         const EVENTS: usize = 5;
         let script = || {
@@ -550,7 +567,7 @@ fn a_slow_listener_delays_neither_other_subscriptions_nor_a_workflow() {
             ScriptedAgent::new("worker").streaming(),
         ])
         .await;
-        let engine = Engine::builder(server.cards())
+        let engine = Engine::<T>::builder(server.cards())
             .poll_interval(Duration::from_millis(5))
             .build()
             .unwrap();
@@ -564,7 +581,7 @@ fn a_slow_listener_delays_neither_other_subscriptions_nor_a_workflow() {
                 sc.fetch_add(1, Ordering::SeqCst);
             })
             .unwrap();
-        let fast: Vec<(Arc<AtomicUsize>, NotificationSubscription)> = (1..SUBS)
+        let fast: Vec<(Arc<AtomicUsize>, NotificationSubscription<T>)> = (1..SUBS)
             .map(|_| {
                 let n = Arc::new(AtomicUsize::new(0));
                 let c = n.clone();
@@ -576,13 +593,13 @@ fn a_slow_listener_delays_neither_other_subscriptions_nor_a_workflow() {
                 (n, sub)
             })
             .collect();
-        let result = within(
+        let result = within::<T, _>(
             "workflow",
             engine.execute(solo(), RunStart::default(), echo_host()),
         )
         .await;
         assert!(result.success, "{:?}", result.error);
-        eventually("every fast subscription got every event", || {
+        eventually::<T>("every fast subscription got every event", || {
             fast.iter().all(|(n, _)| n.load(Ordering::SeqCst) == EVENTS)
         })
         .await;
@@ -594,12 +611,16 @@ fn a_slow_listener_delays_neither_other_subscriptions_nor_a_workflow() {
         for (_, sub) in &fast {
             sub.close();
             assert_eq!(
-                within("fast completion", sub.completion()).await.unwrap(),
+                within::<T, _>("fast completion", sub.completion())
+                    .await
+                    .unwrap(),
                 SubscriptionCompletion::Closed
             );
         }
         slow.close();
-        within("slow completion", slow.completion()).await.unwrap();
+        within::<T, _>("slow completion", slow.completion())
+            .await
+            .unwrap();
         // completion() waited for the slow listener to take every event delivered before close.
         assert_eq!(
             slow_count.load(Ordering::SeqCst),
@@ -608,9 +629,8 @@ fn a_slow_listener_delays_neither_other_subscriptions_nor_a_workflow() {
     });
 }
 
-#[test]
-fn failing_extensions_leave_a_concurrent_workflow_unchanged() {
-    block_on(async {
+pub fn failing_extensions_leave_a_concurrent_workflow_unchanged<T: TestRuntime>() {
+    T::block_on(async {
         let server = LoopbackServer::start(vec![
             ext_agent("policy").by_default(Plan::Reject {
                 status: 400,
@@ -625,7 +645,7 @@ fn failing_extensions_leave_a_concurrent_workflow_unchanged() {
             ScriptedAgent::new("worker"),
         ])
         .await;
-        let engine = Engine::builder(server.cards())
+        let engine = Engine::<T>::builder(server.cards())
             .poll_interval(Duration::from_millis(5))
             .build()
             .unwrap();
@@ -649,7 +669,7 @@ fn failing_extensions_leave_a_concurrent_workflow_unchanged() {
             auth.unwrap().failure_code.as_deref(),
             Some("a2a.policy_denied")
         );
-        let ack = within("refused ack", refused.acknowledgement()).await;
+        let ack = within::<T, _>("refused ack", refused.acknowledgement()).await;
         assert_eq!(ack.unwrap_err().code(), "remote.task_rejected");
         assert!(stuck.is_active());
 
@@ -661,10 +681,10 @@ fn failing_extensions_leave_a_concurrent_workflow_unchanged() {
         assert!(sender.http_client().requests_sent() >= 3);
         stuck.close();
         refused.close();
-        within("stuck completion", stuck.completion())
+        within::<T, _>("stuck completion", stuck.completion())
             .await
             .unwrap();
-        within("refused completion", refused.completion())
+        within::<T, _>("refused completion", refused.completion())
             .await
             .unwrap();
     });

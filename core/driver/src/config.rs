@@ -7,10 +7,11 @@
 
 use std::collections::BTreeMap;
 use std::path::Path;
+use std::time::Duration;
 
 use a2at_core::protolog::LogConfig;
 
-use super::engine::EngineError;
+use crate::error::EngineError;
 
 /// The entries of a `.env` file that the host loaded explicitly (the engine never reads one on
 /// its own, AU-11). Parsing follows AU-13: blank lines and `#` comments skipped, split on the
@@ -126,3 +127,16 @@ pub(crate) fn protocol_log_config(
     }
     Ok(cfg)
 }
+
+/// Where each run's id seed comes from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum SeedSource {
+    /// A fresh seed from the OS per run (the default).
+    #[default]
+    Os,
+    /// The same seed for every run, for reproduction.
+    Fixed(u64),
+}
+
+/// The default deadline of a credential login (AU-15, CF-16).
+pub const DEFAULT_LOGIN_TIMEOUT: Duration = Duration::from_secs(30);

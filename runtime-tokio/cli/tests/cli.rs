@@ -5,7 +5,7 @@ use std::process::Command;
 fn a2at(args: &[&str]) -> (i32, String, String) {
     let out = Command::new(env!("CARGO_BIN_EXE_a2at"))
         .args(args)
-        .current_dir(concat!(env!("CARGO_MANIFEST_DIR"), "/.."))
+        .current_dir(concat!(env!("CARGO_MANIFEST_DIR"), "/../.."))
         .output()
         .expect("the a2at binary runs");
     (
@@ -78,7 +78,7 @@ fn replay_reproduces_a_golden_trace_and_reports_a_divergence() {
     // Change one recorded output: the replay must name the line.
     let original = std::fs::read_to_string(concat!(
         env!("CARGO_MANIFEST_DIR"),
-        "/../tests/fixtures/traces/chain.jsonl"
+        "/../../tests/fixtures/traces/chain.jsonl"
     ))
     .unwrap();
     let tampered = original.replacen("\"step_start\"", "\"step_complete\"", 1);
@@ -95,7 +95,7 @@ fn graph_overlays_the_statuses_replayed_from_a_trace() {
     let trace_path = "tests/fixtures/traces/fan_out_join_routing.jsonl";
     let trace = std::fs::read_to_string(concat!(
         env!("CARGO_MANIFEST_DIR"),
-        "/../tests/fixtures/traces/fan_out_join_routing.jsonl"
+        "/../../tests/fixtures/traces/fan_out_join_routing.jsonl"
     ))
     .unwrap();
     let header: serde_json::Value = serde_json::from_str(trace.lines().next().unwrap()).unwrap();
