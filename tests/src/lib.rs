@@ -6,6 +6,7 @@
 pub mod agent;
 pub mod capture;
 pub mod conformance;
+pub mod e2e;
 #[cfg(feature = "fuzzing")]
 pub mod fuzz_bodies;
 pub mod golden;

@@ -2,20 +2,19 @@
 
 use std::time::Duration;
 
+use crate::conformance::{Scenario, check};
+use crate::host::now;
+use crate::{Plan, ScriptedAgent, ScriptedHost};
 use a2at_core::host::{HostError, TaskStatus, codes};
-use a2at_tests::conformance::{Scenario, check};
-use a2at_tests::host::now;
-use a2at_tests::{Plan, ScriptedAgent, ScriptedHost};
 use serde_json::json;
 
-use super::D;
+use super::Driver;
 
 fn working(agent: ScriptedAgent) -> ScriptedAgent {
     agent.by_default(Plan::States(vec!["TASK_STATE_WORKING"]))
 }
 
-#[test]
-fn all_success_fails_when_one_subtask_fails() {
+pub fn all_success_fails_when_one_subtask_fails<D: Driver>() {
     let s = Scenario::new(json!({"steps": [
         {"name": "both", "subtasks": [{"agent": "bad", "description": "x"}, {"agent": "good", "description": "y"}],
          "next": [{"step": "after"}]},
@@ -28,8 +27,7 @@ fn all_success_fails_when_one_subtask_fails() {
     assert_eq!(e.requests("good"), ["SendStreamingMessage"]);
 }
 
-#[test]
-fn any_success_cancels_the_losers_remote_task() {
+pub fn any_success_cancels_the_losers_remote_task<D: Driver>() {
     let s = Scenario::new(
         json!({"steps": [{"name": "race", "step_type": "ANY_SUCCESS", "subtasks": [
         {"agent": "slow", "description": "s"}, {"agent": "fast", "description": "f"}]}]}),
@@ -47,8 +45,7 @@ fn any_success_cancels_the_losers_remote_task() {
     assert_eq!(slow.unwrap().status, TaskStatus::Cancelled);
 }
 
-#[test]
-fn a_failed_route_callback_fails_the_run() {
+pub fn a_failed_route_callback_fails_the_run<D: Driver>() {
     let s = Scenario::new(json!({"steps": [
         {"name": "a", "subtasks": [{"agent": "alpha", "description": "x"}],
          "next": [{"step": "b", "condition": "maybe"}]},
@@ -63,8 +60,7 @@ fn a_failed_route_callback_fails_the_run() {
     assert_eq!(e.requests("alpha"), ["SendMessage"]);
 }
 
-#[test]
-fn a_pre_creation_error_envelope_on_both_bindings() {
+pub fn a_pre_creation_error_envelope_on_both_bindings<D: Driver>() {
     let reject = Plan::Reject {
         status: 400,
         code: -32602,
@@ -86,8 +82,7 @@ fn a_pre_creation_error_envelope_on_both_bindings() {
     }
 }
 
-#[test]
-fn budget_expiry_cancels_the_remote_task() {
+pub fn budget_expiry_cancels_the_remote_task<D: Driver>() {
     let s = Scenario::new(json!({"steps": [{"name": "a", "subtasks": [
         {"agent": "alpha", "description": "x"}]}]}))
     .agent(working(ScriptedAgent::new("alpha").rest()))
@@ -101,8 +96,7 @@ fn budget_expiry_cancels_the_remote_task() {
     assert_eq!(e.requests("alpha"), ["CancelTask", "SendMessage"]);
 }
 
-#[test]
-fn cancelling_the_run_cancels_every_remote_task() {
+pub fn cancelling_the_run_cancels_every_remote_task<D: Driver>() {
     let s = Scenario::new(json!({"steps": [{"name": "w", "subtasks": [
         {"agent": "alpha", "description": "one"}, {"agent": "beta", "description": "two"}]}]}))
     .agent(working(ScriptedAgent::new("alpha").streaming()))

@@ -2,8 +2,9 @@
 //! budgets) runs on every [`Driver`] — the simulator here, the tokio and smol engines over
 //! loopback HTTP in `tests/tests/conformance.rs` — and must give the same [`Execution`].
 //!
-//! Scenario bodies live in `tests/conformance/*.rs` and are compiled once per driver with the
-//! `#[path]` module trick: each driver module binds `type D = …;` and includes the same files.
+//! Scenario bodies live in [`flows`], [`failures`] and [`protocol`] as functions generic over
+//! the [`Driver`]; [`conformance_suite!`](crate::conformance_suite) turns them into `#[test]`s
+//! for one driver ([`SimDriver`], or [`EngineDriver`] over a runtime).
 //! [`check`] runs the scenario on `D` and on the simulator and compares what is deterministic
 //! across runtimes ([`Execution::comparable`]).
 
@@ -25,6 +26,62 @@ use serde_json::{Value, json};
 use crate::agent::ScriptedAgent;
 use crate::host::ScriptedHost;
 use crate::sim::Sim;
+
+mod engine;
+// Each public function is one scenario whose name says what it checks.
+#[allow(missing_docs)]
+pub mod failures;
+#[allow(missing_docs)]
+pub mod flows;
+#[allow(missing_docs)]
+pub mod protocol;
+
+pub use engine::EngineDriver;
+
+/// One `#[test]` per conformance scenario on the [`Driver`] `$driver`. A new scenario is a
+/// `pub fn` in [`flows`], [`failures`] or [`protocol`] plus its line here.
+#[macro_export]
+macro_rules! conformance_suite {
+    ($driver:ty) => {
+        $crate::__conformance_test!($driver, flows::chain);
+        $crate::__conformance_test!($driver, flows::fan_out_and_join);
+        $crate::__conformance_test!($driver, flows::self_loop_never_touches_the_network);
+        $crate::__conformance_test!($driver, flows::conditional_routing_with_a_denied_edge);
+        $crate::__conformance_test!(
+            $driver,
+            flows::streaming_and_blocking_agents_on_both_bindings
+        );
+        $crate::__conformance_test!($driver, flows::a_working_task_is_polled_until_it_completes);
+        $crate::__conformance_test!($driver, failures::all_success_fails_when_one_subtask_fails);
+        $crate::__conformance_test!(
+            $driver,
+            failures::any_success_cancels_the_losers_remote_task
+        );
+        $crate::__conformance_test!($driver, failures::a_failed_route_callback_fails_the_run);
+        $crate::__conformance_test!(
+            $driver,
+            failures::a_pre_creation_error_envelope_on_both_bindings
+        );
+        $crate::__conformance_test!($driver, failures::budget_expiry_cancels_the_remote_task);
+        $crate::__conformance_test!(
+            $driver,
+            failures::cancelling_the_run_cancels_every_remote_task
+        );
+        $crate::__conformance_test!($driver, protocol::negotiation_over_two_rounds);
+        $crate::__conformance_test!($driver, protocol::a_bare_message_answer_is_a_success);
+    };
+}
+
+#[doc(hidden)]
+#[macro_export]
+macro_rules! __conformance_test {
+    ($driver:ty, $module:ident :: $test:ident) => {
+        #[test]
+        fn $test() {
+            $crate::conformance::$module::$test::<$driver>();
+        }
+    };
+}
 
 /// Runs a scenario to its end.
 pub trait Driver {

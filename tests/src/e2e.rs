@@ -1,6 +1,6 @@
-//! The end-to-end benchmark of issue #11, compiled once per runtime: the including bench file
-//! binds `rt` (the runtime crate), `RUNTIME` (its name), `block_on`, `spawn`, `sleep` and
-//! `DirectClient` (a minimal client on the runtime's own hyper client stack).
+//! The end-to-end benchmark of issue #11, written once over a [`BenchRuntime`]; each runtime's
+//! `benches/e2e.rs` implements it (with a [`DirectClient`], a minimal client on the runtime's
+//! own hyper client stack), installs the counting allocator and calls [`main`].
 //!
 //! Every workload runs twice: through the engine, and as the same sequence of HTTP requests
 //! (same dependency structure, same kind of bodies) sent by the direct client. The ratio of the
@@ -20,26 +20,62 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
+use crate::ScriptedAgent;
+use crate::agent::Plan;
+use crate::loopback::LoopbackServer;
 use a2at_core::a2a::AgentCard;
 use a2at_core::event::EventType;
 use a2at_core::host::MessageContent;
 use a2at_core::workflow::{ValidatedWorkflow, parse_and_validate};
-use a2at_tests::ScriptedAgent;
-use a2at_tests::agent::Plan;
-use a2at_tests::loopback::LoopbackServer;
 use futures::future::join_all;
 use serde_json::{Value, json};
-use stats_alloc::{INSTRUMENTED_SYSTEM, StatsAlloc};
+use stats_alloc::Stats;
 
-use super::rt::{BuiltControlPoint, ControlPointBuilder, Engine};
-use super::{DirectClient, RUNTIME, block_on, sleep, spawn};
+use a2at_driver::{BuiltControlPoint, ControlPointBuilder, Engine, Runtime};
 
-/// Counts every allocation of the process (the agents live in the child process), so live heap
-/// and allocations per run can be read. `stats_alloc` holds the `unsafe impl GlobalAlloc`; this
-/// bench has no unsafe code of its own. The counters are atomics: they cost both the engine and
-/// the direct client a little on every allocation.
-#[global_allocator]
-static GLOBAL: &StatsAlloc<std::alloc::System> = &INSTRUMENTED_SYSTEM;
+/// A runtime as the end-to-end benchmark drives it.
+pub trait BenchRuntime: 'static {
+    /// The adapter's runtime type.
+    type Rt: Runtime;
+    /// The direct client the engine is compared with.
+    type Client: DirectClient;
+    /// The runtime's name and flavour in the tables.
+    const LABEL: &'static str;
+    /// Runs `future` to its end on the runtime.
+    fn block_on<F: Future>(future: F) -> F::Output;
+    /// Runs `task` concurrently; the returned future gives its output.
+    fn spawn<T: Send + 'static>(
+        task: impl Future<Output = T> + Send + 'static,
+    ) -> impl Future<Output = T> + Send;
+}
+
+/// The runtime's client stack without the engine.
+pub trait DirectClient: Clone + Send + Sync + 'static {
+    /// A client with its own (empty) connection pool.
+    fn new() -> Self;
+    /// POSTs a JSON-RPC body with the engine's headers and reads the whole response; returns
+    /// the body's length.
+    fn post(&self, url: &str, body: String) -> impl Future<Output = usize> + Send;
+}
+
+/// Sleeps on `B`'s clock.
+async fn sleep<B: BenchRuntime>(d: Duration) {
+    <B::Rt as Runtime>::sleep_until(<B::Rt as Runtime>::now() + d).await;
+}
+
+/// The runtime's label in the tables, set by [`main`].
+static RUNTIME_LABEL: std::sync::OnceLock<&'static str> = std::sync::OnceLock::new();
+
+fn runtime_label() -> &'static str {
+    RUNTIME_LABEL.get().copied().unwrap_or("unknown runtime")
+}
+
+/// The process-wide counters of the bench binary's counting allocator, set by [`main`].
+static ALLOCATOR_STATS: std::sync::OnceLock<fn() -> Stats> = std::sync::OnceLock::new();
+
+fn allocator_stats() -> Stats {
+    ALLOCATOR_STATS.get().map_or_else(Stats::default, |f| f())
+}
 
 /// Set in the environment of the child process that serves the agents.
 const SERVER_ENV: &str = "A2AT_E2E_AGENT_SERVER";
@@ -111,7 +147,7 @@ impl Agents {
     }
 
     /// An engine whose concurrency limits never queue an exchange (the direct client has none).
-    fn engine(&self) -> Engine {
+    fn engine<R: Runtime>(&self) -> Engine<R> {
         Engine::builder(self.cards.clone())
             .max_in_flight(1_000_000)
             .max_in_flight_per_agent(1_000_000)
@@ -184,8 +220,8 @@ fn send_body(i: usize) -> String {
     .to_string()
 }
 
-async fn engine_runs(
-    engine: &Engine,
+async fn engine_runs<R: Runtime>(
+    engine: &Engine<R>,
     workflow: &Arc<ValidatedWorkflow>,
     host: &Arc<BuiltControlPoint>,
     runs: usize,
@@ -195,8 +231,8 @@ async fn engine_runs(
 
 /// `runs` concurrent runs; with `record`, each is recorded as a trace (serialized, then
 /// discarded: the cost measured is building and writing the lines, not the disk).
-async fn engine_runs_recording(
-    engine: &Engine,
+async fn engine_runs_recording<R: Runtime>(
+    engine: &Engine<R>,
     workflow: &Arc<ValidatedWorkflow>,
     host: &Arc<BuiltControlPoint>,
     runs: usize,
@@ -216,7 +252,7 @@ async fn engine_runs_recording(
     }
 }
 
-async fn direct_chain(client: DirectClient, url: Arc<str>, first: Arc<str>, n: usize) {
+async fn direct_chain<C: DirectClient>(client: C, url: Arc<str>, first: Arc<str>, n: usize) {
     for i in 0..n {
         let target = if i == 0 { &first } else { &url };
         client.post(target, send_body(i)).await;
@@ -224,18 +260,26 @@ async fn direct_chain(client: DirectClient, url: Arc<str>, first: Arc<str>, n: u
 }
 
 /// `runs` concurrent chains of `n` requests.
-async fn direct_chains(client: &DirectClient, first: &str, url: &str, runs: usize, n: usize) {
+async fn direct_chains<B: BenchRuntime>(
+    client: &B::Client,
+    first: &str,
+    url: &str,
+    runs: usize,
+    n: usize,
+) {
     let (first, url): (Arc<str>, Arc<str>) = (first.into(), url.into());
-    join_all((0..runs).map(|_| spawn(direct_chain(client.clone(), url.clone(), first.clone(), n))))
-        .await;
+    join_all(
+        (0..runs).map(|_| B::spawn(direct_chain(client.clone(), url.clone(), first.clone(), n))),
+    )
+    .await;
 }
 
 /// `width` concurrent requests, then one.
-async fn direct_fan_out(client: &DirectClient, url: &str, width: usize) {
+async fn direct_fan_out<B: BenchRuntime>(client: &B::Client, url: &str, width: usize) {
     let url: Arc<str> = url.into();
     join_all((0..width).map(|i| {
         let (client, url) = (client.clone(), url.clone());
-        spawn(async move { client.post(&url, send_body(i)).await })
+        B::spawn(async move { client.post(&url, send_body(i)).await })
     }))
     .await;
     client.post(&url, send_body(width)).await;
@@ -261,7 +305,7 @@ fn status_kb(field: &str) -> i64 {
 
 /// Bytes allocated and not yet freed, process-wide.
 fn live_heap() -> i64 {
-    let s = INSTRUMENTED_SYSTEM.stats();
+    let s = allocator_stats();
     s.bytes_allocated as i64 - s.bytes_deallocated as i64
 }
 
@@ -277,7 +321,7 @@ where
     for _ in 0..warmup {
         f().await;
     }
-    let stats = INSTRUMENTED_SYSTEM.stats();
+    let stats = allocator_stats();
     let cpu = cpu_time();
     let mut walls = Vec::with_capacity(iters);
     for _ in 0..iters {
@@ -286,7 +330,7 @@ where
         walls.push(t.elapsed().as_nanos() as u64);
     }
     let cpu = cpu_time().saturating_sub(cpu);
-    let after = INSTRUMENTED_SYSTEM.stats();
+    let after = allocator_stats();
     json!({
         "walls_ns": walls,
         "cpu_ns": cpu.as_nanos() as u64,
@@ -299,7 +343,7 @@ where
 
 /// Memory of `n` things in flight at once: RSS and live heap once `sent` reached `n` (plus a
 /// settle time for the requests to reach the agents), relative to before `go` started.
-async fn in_flight_memory<Fut: Future<Output = ()>>(
+async fn in_flight_memory<B: BenchRuntime, Fut: Future<Output = ()>>(
     n: usize,
     sent: &AtomicUsize,
     go: Fut,
@@ -308,9 +352,9 @@ async fn in_flight_memory<Fut: Future<Output = ()>>(
     let watch = async {
         let deadline = Instant::now() + HOLD - Duration::from_millis(1_500);
         while sent.load(Ordering::Relaxed) < n && Instant::now() < deadline {
-            sleep(Duration::from_millis(10)).await;
+            sleep::<B>(Duration::from_millis(10)).await;
         }
-        sleep(Duration::from_millis(500)).await;
+        sleep::<B>(Duration::from_millis(500)).await;
         json!({
             "rss_kb": status_kb("VmRSS") - rss,
             "heap": live_heap() - heap,
@@ -335,10 +379,10 @@ const RUNS: [(usize, usize, usize); 4] = [(1, 3, 15), (10, 2, 9), (100, 2, 7), (
 
 /// One job in this process: `job` through the engine (or the direct client); returns its
 /// figures.
-async fn run_job(job: &str, through_engine: bool) -> Value {
+async fn run_job<B: BenchRuntime>(job: &str, through_engine: bool) -> Value {
     let agents = Agents::start();
-    let engine = agents.engine();
-    let client = DirectClient::new();
+    let engine = agents.engine::<B::Rt>();
+    let client = B::Client::new();
     let host = host();
     let (fast, slow) = (agents.url("fast"), agents.url("slow"));
     let (kind, n) = job.split_once('-').unwrap_or((job, "0"));
@@ -358,7 +402,7 @@ async fn run_job(job: &str, through_engine: bool) -> Value {
             (chain(5, "fast", "fast"), w, i)
         }
         "inflight" => {
-            return in_flight_job(&agents, &engine, &client, through_engine).await;
+            return in_flight_job::<B>(&agents, &engine, &client, through_engine).await;
         }
         other => panic!("unknown job {other}"),
     };
@@ -384,34 +428,44 @@ async fn run_job(job: &str, through_engine: bool) -> Value {
         match kind {
             "chain" => {
                 measure(warmup, iters, || {
-                    direct_chains(&client, &fast, &fast, 1, 20)
+                    direct_chains::<B>(&client, &fast, &fast, 1, 20)
                 })
                 .await
             }
-            "fan" => measure(warmup, iters, || direct_fan_out(&client, &fast, 50)).await,
+            "fan" => measure(warmup, iters, || direct_fan_out::<B>(&client, &fast, 50)).await,
             "runs200" => {
                 measure(warmup, iters, || {
-                    direct_chains(&client, &fast, &fast, 200, 5)
+                    direct_chains::<B>(&client, &fast, &fast, 200, 5)
                 })
                 .await
             }
             "latency" => {
                 measure(warmup, iters, || {
-                    direct_chains(&client, &slow, &slow, 1, 20)
+                    direct_chains::<B>(&client, &slow, &slow, 1, 20)
                 })
                 .await
             }
-            "steps" => measure(warmup, iters, || direct_chains(&client, &fast, &fast, 1, n)).await,
-            _ => measure(warmup, iters, || direct_chains(&client, &fast, &fast, n, 5)).await,
+            "steps" => {
+                measure(warmup, iters, || {
+                    direct_chains::<B>(&client, &fast, &fast, 1, n)
+                })
+                .await
+            }
+            _ => {
+                measure(warmup, iters, || {
+                    direct_chains::<B>(&client, &fast, &fast, n, 5)
+                })
+                .await
+            }
         }
     }
 }
 
 /// [`IN_FLIGHT`] 5-step runs (or first requests) waiting on the `held` agent at once.
-async fn in_flight_job(
+async fn in_flight_job<B: BenchRuntime>(
     agents: &Agents,
-    engine: &Engine,
-    client: &DirectClient,
+    engine: &Engine<B::Rt>,
+    client: &B::Client,
     through_engine: bool,
 ) -> Value {
     let host = host();
@@ -420,7 +474,7 @@ async fn in_flight_job(
     if through_engine {
         engine_runs(engine, &chain(5, "fast", "fast"), &host, 50).await;
     } else {
-        direct_chains(client, &fast, &fast, 50, 5).await;
+        direct_chains::<B>(client, &fast, &fast, 50, 5).await;
     }
     let sent = Arc::new(AtomicUsize::new(0));
     if through_engine {
@@ -441,20 +495,20 @@ async fn in_flight_job(
                 assert!(r.success, "run failed: {:?}", r.error);
             }
         };
-        in_flight_memory(IN_FLIGHT, &sent, go).await
+        in_flight_memory::<B, _>(IN_FLIGHT, &sent, go).await
     } else {
         let go = async {
             join_all((0..IN_FLIGHT).map(|_| {
                 let (client, held, fast, sent) =
                     (client.clone(), held.clone(), fast.clone(), sent.clone());
-                spawn(async move {
+                B::spawn(async move {
                     sent.fetch_add(1, Ordering::Relaxed);
                     direct_chain(client, fast, held, 5).await;
                 })
             }))
             .await;
         };
-        in_flight_memory(IN_FLIGHT, &sent, go).await
+        in_flight_memory::<B, _>(IN_FLIGHT, &sent, go).await
     }
 }
 
@@ -542,7 +596,8 @@ fn ratio(e: &Sample, d: &Sample) -> f64 {
 
 /// (a), (b), (c): the engine against the direct client.
 fn overhead_table() {
-    println!("\n### Overhead against the loopback limit ({RUNTIME})\n");
+    let runtime = runtime_label();
+    println!("\n### Overhead against the loopback limit ({runtime})\n");
     println!(
         "| workload | iters | engine wall (median) | direct wall (median) | ratio | engine share \
          of wall | engine CPU/iter | direct CPU/iter | engine peak RSS (growth) | direct peak RSS \
@@ -575,7 +630,8 @@ fn overhead_table() {
 
 /// Trace recording (#9): the same engine runs with and without `RunBuilder::record`.
 fn recording_table() {
-    println!("\n### Trace recording overhead ({RUNTIME})\n");
+    let runtime = runtime_label();
+    println!("\n### Trace recording overhead ({runtime})\n");
     println!(
         "| workload | iters | wall without | wall with recording | wall ratio | CPU/iter without \
          | CPU/iter with | CPU ratio |"
@@ -602,7 +658,8 @@ fn recording_table() {
 
 /// Wall time and memory against the number of steps, then against concurrent runs.
 fn scaling_tables() {
-    println!("\n### Scaling with steps: one chain ({RUNTIME})\n");
+    let runtime = runtime_label();
+    println!("\n### Scaling with steps: one chain ({runtime})\n");
     println!(
         "| steps | iters | engine wall | direct wall | ratio | engine per step | direct per step \
          | engine CPU/run | engine peak RSS (growth) | engine allocs / KB per step |"
@@ -626,7 +683,7 @@ fn scaling_tables() {
         );
     }
 
-    println!("\n### Scaling with concurrent runs of a 5-step chain ({RUNTIME})\n");
+    println!("\n### Scaling with concurrent runs of a 5-step chain ({runtime})\n");
     println!(
         "| runs | iters | engine wall | direct wall | ratio | engine wall per run | engine CPU \
          per run | direct CPU per run | engine peak RSS (growth) | direct peak RSS (growth) |"
@@ -652,10 +709,11 @@ fn scaling_tables() {
 
 /// Memory per in-flight 5-step run.
 fn in_flight_table() {
+    let runtime = runtime_label();
     let (e, d) = (job("inflight", true), job("inflight", false));
     println!(
         "\n### Memory per in-flight 5-step run: {IN_FLIGHT} runs waiting on their first step \
-         ({RUNTIME})\n"
+         ({runtime})\n"
     );
     println!(
         "| measure | engine: total / per run | direct client: total / per request | engine − \
@@ -686,10 +744,11 @@ fn in_flight_table() {
 
 /// A latency-bound chain: 20 steps of an agent that takes 50 ms (critical path 1.0 s).
 fn latency_table() {
+    let runtime = runtime_label();
     let (e, d) = (Sample(job("latency", true)), Sample(job("latency", false)));
     let path = SLOW * 20;
     println!(
-        "\n### Latency-bound: 20-step chain of 50 ms agents, critical path {} ({RUNTIME})\n",
+        "\n### Latency-bound: 20-step chain of 50 ms agents, critical path {} ({runtime})\n",
         ms(path)
     );
     println!(
@@ -724,18 +783,27 @@ fn machine() -> String {
 
 /// The benchmark: a child mode (agent server, one job), or every table, each job in its own
 /// process so its peak RSS is its own.
-pub(crate) fn main() {
+///
+/// `stats` reads the counters of the bench binary's counting allocator
+/// (`stats_alloc::INSTRUMENTED_SYSTEM`, installed as its `#[global_allocator]`).
+pub fn main<B: BenchRuntime>(stats: fn() -> Stats) {
+    let _ = ALLOCATOR_STATS.set(stats);
+    let _ = RUNTIME_LABEL.set(B::LABEL);
     if std::env::var_os(SERVER_ENV).is_some() {
         serve_agents();
     }
     if let Ok(spec) = std::env::var(JOB_ENV) {
         let (name, mode) = spec.split_once(':').expect("<job>:<mode>");
-        let result = block_on(run_job(name, mode == "engine"));
+        let result = B::block_on(run_job::<B>(name, mode == "engine"));
         println!("RESULT {result}");
         return;
     }
     let started = Instant::now();
-    println!("## a2at end-to-end benchmark: {RUNTIME} ({})", machine());
+    println!(
+        "## a2at end-to-end benchmark: {} ({})",
+        runtime_label(),
+        machine()
+    );
     // A2AT_E2E_TABLES=overhead,recording,scaling,inflight,latency picks tables (default all).
     let wanted = std::env::var("A2AT_E2E_TABLES").unwrap_or_default();
     let want = |t: &str| wanted.is_empty() || wanted.split(',').any(|w| w.trim() == t);

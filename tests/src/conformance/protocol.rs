@@ -1,14 +1,14 @@
 //! Conformance: protocol exchanges beyond one send (negotiation, bare messages).
 
+use crate::agent::Negotiation;
+use crate::conformance::{Scenario, check};
+use crate::host::now;
+use crate::{Plan, ScriptedAgent, ScriptedHost};
 use a2at_core::a2at::{NEGOTIATION_T_URI, Performative};
 use a2at_core::host::{MessageContent, NegotiationReply, TaskStatus};
-use a2at_tests::agent::Negotiation;
-use a2at_tests::conformance::{Scenario, check};
-use a2at_tests::host::now;
-use a2at_tests::{Plan, ScriptedAgent, ScriptedHost};
 use serde_json::json;
 
-use super::D;
+use super::Driver;
 
 fn accepting_host() -> ScriptedHost {
     ScriptedHost::default()
@@ -26,8 +26,7 @@ fn accepting_host() -> ScriptedHost {
         })
 }
 
-#[test]
-fn negotiation_over_two_rounds() {
+pub fn negotiation_over_two_rounds<D: Driver>() {
     let s = Scenario::new(json!({"steps": [{"name": "n", "subtasks": [
         {"agent": "rpc", "description": "x"}, {"agent": "rest", "description": "y"}]}]}))
     .agent(ScriptedAgent::new("rpc").by_default(Plan::Negotiate(Negotiation::rounds(2, 3))))
@@ -44,8 +43,7 @@ fn negotiation_over_two_rounds() {
     assert_eq!(e.requests("rest"), ["SendStreamingMessage"; 3]);
 }
 
-#[test]
-fn a_bare_message_answer_is_a_success() {
+pub fn a_bare_message_answer_is_a_success<D: Driver>() {
     let s = Scenario::new(json!({"steps": [{"name": "m", "subtasks": [
         {"agent": "alpha", "description": "hi"}]}]}))
     .agent(

@@ -1,25 +1,24 @@
-//! A runtime engine as a conformance driver, written once against the public API both runtime
-//! crates share: the including module binds `rt` (`a2at_tokio` or `a2at_smol`), `NAME`,
-//! `block_on` and `sleep`.
+//! A runtime's engine as a conformance driver, written once over [`TestRuntime`].
 
+use std::marker::PhantomData;
 use std::sync::Arc;
 
-use a2at_tests::capture::SharedBuffer;
-use a2at_tests::conformance::{Driver, Execution, Scenario, ScriptedControlPoint};
-use a2at_tests::loopback::LoopbackServer;
+use a2at_driver::{Engine, SeedSource};
 
-use super::rt::{Engine, SeedSource};
-use super::{NAME, block_on, sleep};
+use super::{Driver, Execution, Scenario, ScriptedControlPoint};
+use crate::capture::SharedBuffer;
+use crate::loopback::LoopbackServer;
+use crate::runtime::TestRuntime;
 
-/// Runs scenarios on the engine over loopback HTTP.
-pub struct EngineDriver;
+/// Runs scenarios on the engine of runtime `T` over loopback HTTP.
+pub struct EngineDriver<T>(PhantomData<T>);
 
-impl Driver for EngineDriver {
-    const NAME: &'static str = NAME;
+impl<T: TestRuntime> Driver for EngineDriver<T> {
+    const NAME: &'static str = T::NAME;
 
     fn execute(s: &Scenario) -> Execution {
         let server = LoopbackServer::spawn(s.agents.clone());
-        let engine = Engine::builder(server.cards())
+        let engine = Engine::<T::Rt>::builder(server.cards())
             .task_budget(s.task_budget)
             .callback_budget(s.callback_budget)
             .poll_interval(s.poll_interval)
@@ -27,13 +26,13 @@ impl Driver for EngineDriver {
             .seed(SeedSource::Fixed(s.seed))
             .build()
             .expect("engine");
-        let host = Arc::new(ScriptedControlPoint::new((s.host)(), sleep));
+        let host = Arc::new(ScriptedControlPoint::new((s.host)(), T::sleep));
         let workflow = s.validated();
         let trace = SharedBuffer::default();
-        let result = block_on(async {
+        let result = T::block_on(async {
             let handle = engine.run(workflow, host).record(trace.clone()).spawn();
             if let Some(after) = s.cancel_after {
-                sleep(after).await;
+                T::sleep(after).await;
                 handle.cancel();
             }
             handle.result().await
@@ -43,7 +42,10 @@ impl Driver for EngineDriver {
         let text = trace.text();
         let parsed = a2at_core::trace::parse_trace(&text).expect("the recorded trace parses");
         if let Err(divergence) = a2at_core::trace::replay(&parsed) {
-            panic!("{NAME}: the recorded trace does not replay: {divergence}");
+            panic!(
+                "{}: the recorded trace does not replay: {divergence}",
+                T::NAME
+            );
         }
         let requests_per_agent = s
             .agents

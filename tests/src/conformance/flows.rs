@@ -1,15 +1,14 @@
 //! Conformance: successful flows (chain, fan-out/join, SELF_LOOP, routing, bindings, polling).
 
+use crate::conformance::{Scenario, check};
+use crate::host::now;
+use crate::{Plan, ScriptedAgent, ScriptedHost};
 use a2at_core::host::RouteDecision;
-use a2at_tests::conformance::{Scenario, check};
-use a2at_tests::host::now;
-use a2at_tests::{Plan, ScriptedAgent, ScriptedHost};
 use serde_json::json;
 
-use super::D;
+use super::Driver;
 
-#[test]
-fn chain() {
+pub fn chain<D: Driver>() {
     let s = Scenario::new(json!({"name": "chain", "steps": [
         {"name": "a", "subtasks": [{"agent": "alpha", "description": "first"}], "next": [{"step": "b"}]},
         {"name": "b", "subtasks": [{"agent": "beta", "description": "second"}], "next": [{"step": "c"}]},
@@ -26,8 +25,7 @@ fn chain() {
     assert_eq!(e.requests("alpha"), ["SendMessage", "SendMessage"]);
 }
 
-#[test]
-fn fan_out_and_join() {
+pub fn fan_out_and_join<D: Driver>() {
     let s = Scenario::new(json!({"steps": [
         {"name": "start", "subtasks": [{"agent": "alpha", "description": "plan"}],
          "next": [{"step": "left"}, {"step": "right"}]},
@@ -43,8 +41,7 @@ fn fan_out_and_join() {
     assert_eq!(e.requests("alpha"), ["SendStreamingMessage"; 2]);
 }
 
-#[test]
-fn self_loop_never_touches_the_network() {
+pub fn self_loop_never_touches_the_network<D: Driver>() {
     let s = Scenario::new(json!({"steps": [
         {"name": "local", "step_type": "SELF_LOOP", "subtasks": [{"agent": "me", "description": "sum"}],
          "next": [{"step": "remote"}]},
@@ -60,8 +57,7 @@ fn self_loop_never_touches_the_network() {
     assert_eq!(e.requests("alpha"), ["SendMessage"]);
 }
 
-#[test]
-fn conditional_routing_with_a_denied_edge() {
+pub fn conditional_routing_with_a_denied_edge<D: Driver>() {
     let s = Scenario::new(json!({"steps": [
         {"name": "check", "subtasks": [{"agent": "alpha", "description": "look"}],
          "next": [{"step": "good", "condition": "looks good"}, {"step": "bad", "condition": "looks bad"}]},
@@ -84,8 +80,7 @@ fn conditional_routing_with_a_denied_edge() {
     assert_eq!(e.requests("alpha"), ["SendMessage"; 2]);
 }
 
-#[test]
-fn streaming_and_blocking_agents_on_both_bindings() {
+pub fn streaming_and_blocking_agents_on_both_bindings<D: Driver>() {
     let s = Scenario::new(json!({"steps": [{"name": "all", "subtasks": [
         {"agent": "rpc", "description": "a"}, {"agent": "rpc_sse", "description": "b"},
         {"agent": "rest", "description": "c"}, {"agent": "rest_sse", "description": "d"}]}]}))
@@ -99,8 +94,7 @@ fn streaming_and_blocking_agents_on_both_bindings() {
     assert_eq!(e.result.step_outputs["all"]["d"], vec![json!("done: d")]);
 }
 
-#[test]
-fn a_working_task_is_polled_until_it_completes() {
+pub fn a_working_task_is_polled_until_it_completes<D: Driver>() {
     let s = Scenario::new(json!({"steps": [{"name": "w", "subtasks": [
         {"agent": "alpha", "description": "slow"}]}]}))
     .agent(ScriptedAgent::new("alpha").by_default(Plan::States(vec![
