@@ -33,6 +33,17 @@ pub trait TestRuntime: 'static {
         let now = <Self::Rt as Runtime>::now();
         <Self::Rt as Runtime>::sleep_until(now + d)
     }
+
+    /// Runs `task` in the background on the runtime; the returned future gives its output.
+    fn spawn<O: Send + 'static>(
+        task: impl Future<Output = O> + Send + 'static,
+    ) -> impl Future<Output = O> + Send {
+        let (tx, rx) = futures::channel::oneshot::channel();
+        <Self::Rt as Runtime>::spawn(async move {
+            let _ = tx.send(task.await);
+        });
+        async move { rx.await.expect("the spawned task ran to its end") }
+    }
 }
 
 /// Declares `$name`, a [`TestRuntime`] on `a2at_tokio::Tokio` with a fresh tokio runtime per

@@ -6,9 +6,11 @@
 // Each public function is one test whose name says what it checks; the suite macros list them.
 #![allow(missing_docs)]
 
+pub mod engine_api;
 pub mod extension;
 pub mod http_runs;
 pub mod interop;
+pub mod lifecycle;
 pub mod security;
 
 /// Instantiates the extension suite (Authorization-T and Notification-T through the extension sender) on a
@@ -106,6 +108,48 @@ macro_rules! security_suite {
                 protocol_log_knobs_come_from_the_env_file_and_the_builder_wins,
                 tls_client_identity_files_and_revocation_lists,
                 planted_secrets_in_logins_and_credential_files_never_reach_the_logs,
+            ]
+        );
+    };
+}
+
+/// Instantiates the engine api suite (concurrency limits, many concurrent runs, `send_task`, transport failures, card and TLS validation, event selection) on a
+/// [`TestRuntime`](crate::runtime::TestRuntime).
+#[macro_export]
+macro_rules! engine_api_suite {
+    ($rt:ty) => {
+        $crate::__suite_tests!(
+            $rt,
+            engine_api,
+            [
+                in_flight_exchanges_never_exceed_the_limits_across_runs,
+                two_hundred_concurrent_runs_share_one_engine,
+                send_task_runs_one_task_without_a_workflow,
+                transport_failures_become_no_response,
+                invalid_cards_and_settings_are_typed_errors,
+                a_tls_policy_that_cannot_be_built_is_an_error_never_a_fallback,
+                events_are_built_only_when_someone_can_see_them,
+            ]
+        );
+    };
+}
+
+/// Instantiates the lifecycle suite (event order, cancellation, panicking callbacks, `on_finish`, budgets) on a
+/// [`TestRuntime`](crate::runtime::TestRuntime).
+#[macro_export]
+macro_rules! lifecycle_suite {
+    ($rt:ty) => {
+        $crate::__suite_tests!(
+            $rt,
+            lifecycle,
+            [
+                events_stream_in_lifecycle_order_with_close_last,
+                cancelling_through_the_handle_cancels_every_remote_task,
+                dropping_the_execute_future_cancels_and_cleans_up_in_the_background,
+                a_panicking_on_task_fails_that_task_and_the_process_survives,
+                a_failing_or_panicking_on_finish_never_changes_the_result,
+                unimplemented_callbacks_fail_explicitly,
+                a_callback_that_outlives_its_budget_is_dropped,
             ]
         );
     };
