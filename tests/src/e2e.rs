@@ -7,9 +7,9 @@
 //! two wall times is the engine's overhead over the loopback limit. Timings are printed, never
 //! asserted.
 //!
-//! Each measurement is a job run in its own process (this same binary, started with [`JOB_ENV`]
+//! Each measurement is a job run in its own process (this same binary, started with `A2AT_E2E_JOB`
 //! set), so the peak RSS it reports is its own. A job serves the scripted agents of `a2at-tests`
-//! ([`LoopbackServer`]) from a child process of its own (started with [`SERVER_ENV`] set), so
+//! ([`LoopbackServer`]) from a child process of its own (started with `A2AT_E2E_AGENT_SERVER` set), so
 //! the CPU time and memory read from `/proc` belong to the engine (or the direct client) and the
 //! runtime alone, not to the agents.
 
