@@ -37,6 +37,9 @@ use base64::engine::general_purpose::STANDARD as B64;
 use serde_json::{Map, Value};
 use std::collections::BTreeMap;
 
+use crate::urlenc::hex_digit;
+pub use crate::urlenc::{append_query, is_form_content_type, url_decode, url_encode};
+
 use crate::a2a::card::{AgentCard, SecurityScheme};
 
 /// Tokens are refreshed this many seconds before they expire (AU-7, CF-15).
@@ -107,15 +110,6 @@ impl CredentialKey {
     /// Uses raw key bytes.
     pub fn from_bytes(bytes: [u8; 32]) -> CredentialKey {
         CredentialKey(bytes)
-    }
-}
-
-fn hex_digit(b: u8) -> Option<u8> {
-    match b {
-        b'0'..=b'9' => Some(b - b'0'),
-        b'a'..=b'f' => Some(b - b'a' + 10),
-        b'A'..=b'F' => Some(b - b'A' + 10),
-        _ => None,
     }
 }
 
@@ -394,7 +388,7 @@ pub struct LoginConfig {
 impl std::fmt::Debug for LoginConfig {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("LoginConfig")
-            .field("login_url", &crate::protolog::redact_url(&self.login_url))
+            .field("login_url", &crate::redact::redact_url(&self.login_url))
             .field("method", &self.method)
             .field("content_type", &self.content_type)
             .field(
@@ -1048,19 +1042,11 @@ impl std::fmt::Debug for LoginRequest {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("LoginRequest")
             .field("method", &self.method)
-            .field("url", &crate::protolog::redact_url(&self.url))
+            .field("url", &crate::redact::redact_url(&self.url))
             .field("content_type", &self.content_type)
             .field("body", &format_args!("<{} bytes>", self.body.len()))
             .finish()
     }
-}
-
-/// Whether `content_type` is `application/x-www-form-urlencoded` (parameters ignored).
-pub fn is_form_content_type(content_type: &str) -> bool {
-    content_type.split(';').next().is_some_and(|m| {
-        m.trim()
-            .eq_ignore_ascii_case("application/x-www-form-urlencoded")
-    })
 }
 
 /// Builds the login request of `config` (AU-6): `request_fields` (or `username`/`password`
@@ -1354,7 +1340,7 @@ pub fn mask_applied(
     for name in added {
         for (n, v) in sent.headers.iter_mut() {
             if n.eq_ignore_ascii_case(name) {
-                *v = crate::protolog::MASK.to_owned();
+                *v = crate::redact::MASK.to_owned();
             }
         }
     }
@@ -1366,7 +1352,7 @@ pub fn mask_applied(
         let masked = material
             .query
             .iter()
-            .map(|(n, _)| format!("{}={}", url_encode(n), crate::protolog::MASK))
+            .map(|(n, _)| format!("{}={}", url_encode(n), crate::redact::MASK))
             .collect::<Vec<_>>()
             .join("&");
         let sep = match base.find('?') {
@@ -1376,64 +1362,4 @@ pub fn mask_applied(
         };
         sent.url = format!("{base}{sep}{masked}{fragment}");
     }
-}
-
-/// Appends URL-encoded query parameters to `url`, before any `#fragment`.
-pub fn append_query(url: &str, params: &[(String, String)]) -> String {
-    if params.is_empty() {
-        return url.to_owned();
-    }
-    let (base, fragment) = match url.find('#') {
-        Some(i) => (&url[..i], &url[i..]),
-        None => (url, ""),
-    };
-    let mut out = base.to_owned();
-    for (k, v) in params {
-        if !out.contains('?') {
-            out.push('?');
-        } else if !(out.ends_with('?') || out.ends_with('&')) {
-            out.push('&');
-        }
-        out.push_str(&url_encode(k));
-        out.push('=');
-        out.push_str(&url_encode(v));
-    }
-    out.push_str(fragment);
-    out
-}
-
-/// Percent-encodes everything except the RFC 3986 unreserved characters (valid for query
-/// strings, path segments and form bodies).
-pub fn url_encode(s: &str) -> String {
-    let mut out = String::with_capacity(s.len());
-    for b in s.bytes() {
-        if b.is_ascii_alphanumeric() || matches!(b, b'-' | b'.' | b'_' | b'~') {
-            out.push(b as char);
-        } else {
-            out.push_str(&format!("%{b:02X}"));
-        }
-    }
-    out
-}
-
-/// Decodes `%XX` and `+` (form encoding), lossily.
-pub fn url_decode(s: &str) -> String {
-    let b = s.as_bytes();
-    let mut out = Vec::with_capacity(b.len());
-    let mut i = 0;
-    while i < b.len() {
-        match b[i] {
-            b'+' => out.push(b' '),
-            b'%' if i + 2 < b.len() => match (hex_digit(b[i + 1]), hex_digit(b[i + 2])) {
-                (Some(h), Some(l)) => {
-                    out.push((h << 4) | l);
-                    i += 2;
-                }
-                _ => out.push(b'%'),
-            },
-            c => out.push(c),
-        }
-        i += 1;
-    }
-    String::from_utf8_lossy(&out).into_owned()
 }

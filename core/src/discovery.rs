@@ -8,7 +8,10 @@
 
 use crate::a2a::HttpMethod;
 use crate::a2a::card::{AgentCard, CardError};
-use crate::auth::{Secret, append_query, url_encode};
+use crate::auth::Secret;
+use crate::urlenc::{append_query, url_encode};
+
+pub use crate::redact::ANONYMOUS;
 use crate::workflow::{ValidatedWorkflow, WorkflowError, parse_and_validate};
 use serde_json::{Value, json};
 
@@ -16,8 +19,6 @@ use serde_json::{Value, json};
 pub const REGISTRY_PATH: &str = "/rest/v1/registry-center/agent-cards";
 /// The default number of search results (DS-7, CF-14).
 pub const DEFAULT_TOP_N: u32 = 5;
-/// What an access token reads in logged URLs (DS-9).
-pub const ANONYMOUS: &str = "<anonymous>";
 
 /// A discovery HTTP request to send.
 #[derive(Clone, PartialEq, Eq)]
@@ -109,7 +110,7 @@ pub fn log_url(url: &str) -> String {
             format!("{base}?{query}{frag}")
         }
     };
-    crate::protolog::redact_url(&with_placeholder)
+    crate::redact::redact_url(&with_placeholder)
 }
 
 fn get(url: String, log_url: String) -> DiscoveryRequest {

@@ -127,11 +127,13 @@ pub mod ids;
 pub mod io;
 mod machine;
 pub mod protolog;
+pub mod redact;
 mod remote;
 pub mod result;
 pub mod run;
 pub mod time;
 pub mod trace;
+mod urlenc;
 pub mod workflow;
 
 pub use event::{Event, EventSelection, EventType};
