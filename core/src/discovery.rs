@@ -1,5 +1,5 @@
 //! Discovery helpers without I/O (features.md §1.18 DS): request builders and response parsers
-//! for a card registry ([`RegistryClient`]) and a PSOP workflow store ([`PsopClient`]).
+//! for a card registry ([`RegistryRequests`]) and a PSOP workflow store ([`PsopRequests`]).
 //!
 //! Timing, caching, TLS (DS-2, DS-10: `sslVerify=false` for that connection only), the 30 s
 //! deadlines and redirects belong to the runtime that sends the [`DiscoveryRequest`]s (DS-1).
@@ -48,7 +48,7 @@ impl std::fmt::Debug for DiscoveryRequest {
 
 /// Why a discovery response cannot be used.
 #[derive(Debug, thiserror::Error)]
-pub enum DiscoveryError {
+pub enum DiscoveryResponseError {
     /// Not HTTP 200.
     #[error("discovery request failed with HTTP {status}")]
     Status {
@@ -136,11 +136,11 @@ fn post(url: String, log_url: String, body: &Value) -> DiscoveryRequest {
     }
 }
 
-fn json_200(status: u16, body: &[u8]) -> Result<Value, DiscoveryError> {
+fn json_200(status: u16, body: &[u8]) -> Result<Value, DiscoveryResponseError> {
     if status != 200 {
-        return Err(DiscoveryError::Status { status });
+        return Err(DiscoveryResponseError::Status { status });
     }
-    serde_json::from_slice(body).map_err(|e| DiscoveryError::NotJson(e.to_string()))
+    serde_json::from_slice(body).map_err(|e| DiscoveryResponseError::NotJson(e.to_string()))
 }
 
 // ------------------------------------------------------------------------------------------
@@ -149,7 +149,7 @@ fn json_200(status: u16, body: &[u8]) -> Result<Value, DiscoveryError> {
 
 /// A card registry at a base URL (DS-2).
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct RegistryClient {
+pub struct RegistryRequests {
     base: String,
 }
 
@@ -164,10 +164,10 @@ pub struct RegisterOutcome {
     pub body: Value,
 }
 
-impl RegistryClient {
+impl RegistryRequests {
     /// A client for the registry at `url` (trailing `/` stripped).
-    pub fn new(url: &str) -> RegistryClient {
-        RegistryClient {
+    pub fn new(url: &str) -> RegistryRequests {
+        RegistryRequests {
             base: base_url(url),
         }
     }
@@ -213,29 +213,36 @@ impl RegistryClient {
     /// Reads the cards of a fetch (DS-3): from `agentCards`, else `data`, else none (a bare
     /// list is accepted too); each is normalised (features.md §2.3) and parsed. Non-200 is an
     /// error, and so is an invalid card (naming its index).
-    pub fn parse_cards(status: u16, body: &[u8]) -> Result<Vec<AgentCard>, DiscoveryError> {
+    pub fn parse_cards(status: u16, body: &[u8]) -> Result<Vec<AgentCard>, DiscoveryResponseError> {
         let v = json_200(status, body)?;
         let list = match &v {
             Value::Array(a) => a.clone(),
             Value::Object(m) => match m.get("agentCards").or_else(|| m.get("data")) {
                 Some(Value::Array(a)) => a.clone(),
                 None | Some(Value::Null) => Vec::new(),
-                Some(_) => return Err(DiscoveryError::Shape("agentCards/data is not a list")),
+                Some(_) => {
+                    return Err(DiscoveryResponseError::Shape(
+                        "agentCards/data is not a list",
+                    ));
+                }
             },
-            _ => return Err(DiscoveryError::Shape("not an object")),
+            _ => return Err(DiscoveryResponseError::Shape("not an object")),
         };
         list.iter()
             .enumerate()
             .map(|(index, c)| {
                 AgentCard::from_json_value(c)
-                    .map_err(|error| DiscoveryError::InvalidCard { index, error })
+                    .map_err(|error| DiscoveryResponseError::InvalidCard { index, error })
             })
             .collect()
     }
 
     /// The first card of a by-name fetch, or `None` (DS-4).
-    pub fn parse_card(status: u16, body: &[u8]) -> Result<Option<AgentCard>, DiscoveryError> {
-        Ok(RegistryClient::parse_cards(status, body)?
+    pub fn parse_card(
+        status: u16,
+        body: &[u8],
+    ) -> Result<Option<AgentCard>, DiscoveryResponseError> {
+        Ok(RegistryRequests::parse_cards(status, body)?
             .into_iter()
             .next())
     }
@@ -257,12 +264,12 @@ impl RegistryClient {
 
 /// A PSOP workflow store at a base URL, with an optional access token (DS-6, DS-7).
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct PsopClient {
+pub struct PsopRequests {
     base: String,
     access_token: Option<Secret>,
 }
 
-/// One search hit (DS-8). Load the full workflow with [`PsopClient::load_request`] and its
+/// One search hit (DS-8). Load the full workflow with [`PsopRequests::load_request`] and its
 /// `workflow_id`.
 #[derive(Debug, Clone, PartialEq)]
 pub struct WorkflowSearchResult {
@@ -298,13 +305,13 @@ fn stringify(v: Option<&Value>) -> Option<String> {
 
 impl WorkflowSearchResult {
     /// Reads one entry of `data[]`.
-    pub fn from_json(v: &Value) -> Result<WorkflowSearchResult, DiscoveryError> {
-        let m = v
-            .as_object()
-            .ok_or(DiscoveryError::Shape("a search result is not an object"))?;
+    pub fn from_json(v: &Value) -> Result<WorkflowSearchResult, DiscoveryResponseError> {
+        let m = v.as_object().ok_or(DiscoveryResponseError::Shape(
+            "a search result is not an object",
+        ))?;
         let workflow_id = stringify(m.get("workflow_id"))
             .or_else(|| stringify(m.get("id")))
-            .ok_or(DiscoveryError::Shape(
+            .ok_or(DiscoveryResponseError::Shape(
                 "a search result has no workflow_id/id",
             ))?;
         let tags = match m.get("tags") {
@@ -327,10 +334,10 @@ impl WorkflowSearchResult {
     }
 }
 
-impl PsopClient {
+impl PsopRequests {
     /// A client for the store at `base` (trailing `/` stripped).
-    pub fn new(base: &str, access_token: Option<Secret>) -> PsopClient {
-        PsopClient {
+    pub fn new(base: &str, access_token: Option<Secret>) -> PsopRequests {
+        PsopRequests {
             base: base_url(base),
             access_token,
         }
@@ -361,7 +368,7 @@ impl PsopClient {
 
     /// The workflow JSON of a load response: non-200 is an error; the body is unwrapped from
     /// `data` when that key is present (a string `data` is taken as workflow JSON text).
-    pub fn load_json(status: u16, body: &[u8]) -> Result<String, DiscoveryError> {
+    pub fn load_json(status: u16, body: &[u8]) -> Result<String, DiscoveryResponseError> {
         let v = json_200(status, body)?;
         Ok(match v {
             Value::Object(mut m) if m.contains_key("data") => match m.remove("data") {
@@ -374,24 +381,27 @@ impl PsopClient {
     }
 
     /// Parses and validates the workflow of a load response (DS-6, WM-2).
-    pub fn parse_load(status: u16, body: &[u8]) -> Result<ValidatedWorkflow, DiscoveryError> {
-        Ok(parse_and_validate(&PsopClient::load_json(status, body)?)?)
+    pub fn parse_load(
+        status: u16,
+        body: &[u8],
+    ) -> Result<ValidatedWorkflow, DiscoveryResponseError> {
+        Ok(parse_and_validate(&PsopRequests::load_json(status, body)?)?)
     }
 
     /// The summaries of a search response (`data[]`; a bare list is accepted too) (DS-7).
     pub fn parse_search(
         status: u16,
         body: &[u8],
-    ) -> Result<Vec<WorkflowSearchResult>, DiscoveryError> {
+    ) -> Result<Vec<WorkflowSearchResult>, DiscoveryResponseError> {
         let v = json_200(status, body)?;
         let list = match &v {
             Value::Array(a) => a,
             Value::Object(m) => match m.get("data") {
                 Some(Value::Array(a)) => a,
                 None | Some(Value::Null) => return Ok(Vec::new()),
-                Some(_) => return Err(DiscoveryError::Shape("data is not a list")),
+                Some(_) => return Err(DiscoveryResponseError::Shape("data is not a list")),
             },
-            _ => return Err(DiscoveryError::Shape("not an object")),
+            _ => return Err(DiscoveryResponseError::Shape("not an object")),
         };
         list.iter().map(WorkflowSearchResult::from_json).collect()
     }

@@ -75,19 +75,19 @@ impl EnvFile {
 
 /// Where configuration variables are read: the process environment, then an optional
 /// host-loaded [`EnvFile`].
-pub(crate) struct Env<'a> {
+pub(crate) struct EnvLookup<'a> {
     file: Option<&'a EnvFile>,
 }
 
-impl<'a> Env<'a> {
+impl<'a> EnvLookup<'a> {
     /// The process environment only.
-    pub(crate) fn process() -> Env<'static> {
-        Env { file: None }
+    pub(crate) fn process() -> EnvLookup<'static> {
+        EnvLookup { file: None }
     }
 
     /// The process environment, then `file`.
-    pub(crate) fn with_file(file: Option<&'a EnvFile>) -> Env<'a> {
-        Env { file }
+    pub(crate) fn with_file(file: Option<&'a EnvFile>) -> EnvLookup<'a> {
+        EnvLookup { file }
     }
 
     pub(crate) fn var(&self, name: &str) -> Option<String> {
@@ -109,7 +109,7 @@ pub(crate) struct LogOverrides {
 /// The protocol log knobs (PL-4): the environment's values, then the builder's overrides. A
 /// variable that cannot be read is an error naming it. Redaction is not a knob.
 pub(crate) fn protocol_log_config(
-    env: &Env<'_>,
+    env: &EnvLookup<'_>,
     overrides: Option<LogOverrides>,
 ) -> Result<LogConfig, EngineError> {
     let mut cfg = LogConfig::from_lookup(|name| env.var(name))

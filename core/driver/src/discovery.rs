@@ -23,7 +23,7 @@ use bytes::Bytes;
 use http_body_util::BodyExt;
 use serde_json::Value;
 
-use crate::config::{Env, protocol_log_config};
+use crate::config::{EnvLookup, protocol_log_config};
 use crate::error::EngineError;
 use crate::http::{HttpClient, build_request, describe, header_pairs, header_text, http_method};
 use crate::runtime::{Runtime, within};
@@ -97,7 +97,7 @@ pub enum DiscoveryError {
         url: String,
         /// What was wrong with the response.
         #[source]
-        source: core_discovery::DiscoveryError,
+        source: core_discovery::DiscoveryResponseError,
     },
 }
 
@@ -264,7 +264,9 @@ fn resolve_location(base: &str, location: &str) -> Option<String> {
     ))
 }
 
-fn response_error(url: String) -> impl FnOnce(core_discovery::DiscoveryError) -> DiscoveryError {
+fn response_error(
+    url: String,
+) -> impl FnOnce(core_discovery::DiscoveryResponseError) -> DiscoveryError {
     move |source| DiscoveryError::Response { url, source }
 }
 
@@ -309,7 +311,7 @@ impl<R: Runtime> Settings<R> {
         };
         let log = match self.log {
             Some(l) => l,
-            None => protocol_log_config(&Env::process(), None)?,
+            None => protocol_log_config(&EnvLookup::process(), None)?,
         };
         Ok(Fetcher {
             client,
@@ -370,7 +372,7 @@ macro_rules! settings_setters {
 /// a card.
 #[derive(Clone)]
 pub struct RegistryClient<R> {
-    core: core_discovery::RegistryClient,
+    core: core_discovery::RegistryRequests,
     fetcher: Fetcher<R>,
 }
 
@@ -406,7 +408,7 @@ impl<R: Runtime> RegistryClientBuilder<R> {
     /// deadline is an error.
     pub fn build(self) -> Result<RegistryClient<R>, DiscoveryError> {
         Ok(RegistryClient {
-            core: core_discovery::RegistryClient::new(&self.url),
+            core: core_discovery::RegistryRequests::new(&self.url),
             fetcher: self.settings.fetcher("Registry")?,
         })
     }
@@ -446,7 +448,7 @@ impl<R: Runtime> RegistryClient<R> {
     /// cards from `agentCards`, else `data`, else none. Non-200 and an invalid card are errors.
     pub async fn fetch_agent_cards(&self) -> Result<Vec<AgentCard>, DiscoveryError> {
         let a = self.fetcher.fetch(self.core.fetch_all_request()).await?;
-        core_discovery::RegistryClient::parse_cards(a.status, &a.body)
+        core_discovery::RegistryRequests::parse_cards(a.status, &a.body)
             .map_err(response_error(a.url))
     }
 
@@ -458,7 +460,8 @@ impl<R: Runtime> RegistryClient<R> {
     ) -> Result<Option<AgentCard>, DiscoveryError> {
         let req = self.core.fetch_by_name_request(name, organization);
         let a = self.fetcher.fetch(req).await?;
-        core_discovery::RegistryClient::parse_card(a.status, &a.body).map_err(response_error(a.url))
+        core_discovery::RegistryRequests::parse_card(a.status, &a.body)
+            .map_err(response_error(a.url))
     }
 
     /// Registers `card` (its JSON, e.g. [`AgentCard::to_json`]) with a POST of
@@ -470,7 +473,7 @@ impl<R: Runtime> RegistryClient<R> {
         card: &Value,
     ) -> Result<RegisterOutcome, DiscoveryError> {
         let a = self.fetcher.fetch(self.core.register_request(card)).await?;
-        let outcome = core_discovery::RegistryClient::parse_register(a.status, &a.body);
+        let outcome = core_discovery::RegistryRequests::parse_register(a.status, &a.body);
         if !outcome.success {
             tracing::warn!(url = %a.url, status = a.status, "[Registry] card registration was not accepted");
         }
@@ -488,7 +491,7 @@ impl<R: Runtime> RegistryClient<R> {
 #[doc(alias = "LoadPsop")]
 #[derive(Clone)]
 pub struct PsopClient<R> {
-    core: core_discovery::PsopClient,
+    core: core_discovery::PsopRequests,
     fetcher: Fetcher<R>,
 }
 
@@ -531,7 +534,7 @@ impl<R: Runtime> PsopClientBuilder<R> {
     /// deadline is an error.
     pub fn build(self) -> Result<PsopClient<R>, DiscoveryError> {
         Ok(PsopClient {
-            core: core_discovery::PsopClient::new(&self.base, self.access_token),
+            core: core_discovery::PsopRequests::new(&self.base, self.access_token),
             fetcher: self.settings.fetcher("LoadPsop")?,
         })
     }
@@ -567,13 +570,13 @@ impl<R: Runtime> PsopClient<R> {
     /// unwrapped from `data`), without validating it. Non-200 is an error.
     pub async fn load_json(&self, psop_id: &str) -> Result<String, DiscoveryError> {
         let a = self.fetcher.fetch(self.core.load_request(psop_id)).await?;
-        core_discovery::PsopClient::load_json(a.status, &a.body).map_err(response_error(a.url))
+        core_discovery::PsopRequests::load_json(a.status, &a.body).map_err(response_error(a.url))
     }
 
     /// Loads PSOP `psop_id` and validates it as a workflow (DS-6, WM-2).
     pub async fn load(&self, psop_id: &str) -> Result<ValidatedWorkflow, DiscoveryError> {
         let a = self.fetcher.fetch(self.core.load_request(psop_id)).await?;
-        core_discovery::PsopClient::parse_load(a.status, &a.body).map_err(response_error(a.url))
+        core_discovery::PsopRequests::parse_load(a.status, &a.body).map_err(response_error(a.url))
     }
 
     /// Searches workflows by `intent` (`POST {base}/api/v1/orchestrate/search` with
@@ -588,6 +591,6 @@ impl<R: Runtime> PsopClient<R> {
             .fetcher
             .fetch(self.core.search_request(intent, top_n))
             .await?;
-        core_discovery::PsopClient::parse_search(a.status, &a.body).map_err(response_error(a.url))
+        core_discovery::PsopRequests::parse_search(a.status, &a.body).map_err(response_error(a.url))
     }
 }

@@ -24,7 +24,7 @@ use tracing::Instrument;
 
 use crate::auth::Authenticator;
 use crate::config::{
-    DEFAULT_LOGIN_TIMEOUT, Env, EnvFile, LogOverrides, SeedSource, protocol_log_config,
+    DEFAULT_LOGIN_TIMEOUT, EnvFile, EnvLookup, LogOverrides, SeedSource, protocol_log_config,
 };
 use crate::error::EngineError;
 use crate::events::{EventSink, OnFinish, OnFinishError, RunHandle};
@@ -91,7 +91,7 @@ pub fn load_credentials(
     path: &std::path::Path,
     key: Option<&str>,
 ) -> Result<a2at_core::auth::CredentialsConfig, EngineError> {
-    load_credentials_in(path, key, &Env::process())
+    load_credentials_in(path, key, &EnvLookup::process())
 }
 
 /// [`load_credentials`] with the key looked up in `env` (process environment, then a
@@ -99,7 +99,7 @@ pub fn load_credentials(
 fn load_credentials_in(
     path: &std::path::Path,
     key: Option<&str>,
-    env: &Env<'_>,
+    env: &EnvLookup<'_>,
 ) -> Result<a2at_core::auth::CredentialsConfig, EngineError> {
     use a2at_core::auth::{CredentialKey, CredentialsConfig};
     let text = std::fs::read_to_string(path)
@@ -287,7 +287,7 @@ impl<R: Runtime> EngineBuilder<R> {
         if self.config.login_timeout.is_zero() {
             return Err(EngineError::Config("login_timeout must be positive"));
         }
-        let env = Env::with_file(self.env_file.as_ref());
+        let env = EnvLookup::with_file(self.env_file.as_ref());
         let log = protocol_log_config(&env, Some(self.log))?;
         let credentials = match (self.credentials, &self.credentials_file) {
             (Some(_), Some(_)) => {

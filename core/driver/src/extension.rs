@@ -56,7 +56,7 @@ use futures::channel::{mpsc, oneshot};
 use futures::future::AbortHandle;
 
 use crate::auth::Authenticator;
-use crate::config::{DEFAULT_LOGIN_TIMEOUT, Env, SeedSource, protocol_log_config};
+use crate::config::{DEFAULT_LOGIN_TIMEOUT, EnvLookup, SeedSource, protocol_log_config};
 use crate::engine::Engine;
 use crate::error::EngineError;
 use crate::http::HttpClient;
@@ -273,7 +273,7 @@ impl<R: Runtime> ExtensionSenderBuilder<R> {
         }
         let log = match self.log {
             Some(log) => log,
-            None => protocol_log_config(&Env::process(), None)?,
+            None => protocol_log_config(&EnvLookup::process(), None)?,
         };
         let client = match self.http {
             Some(client) => client,
@@ -868,7 +868,7 @@ enum Told {
 }
 
 #[allow(clippy::large_enum_variant)] // requests are moved, never copied
-enum Step<T> {
+enum MachineStep<T> {
     Transmit(HttpRequest),
     Abort(OpId),
     Tell(T),
@@ -881,7 +881,7 @@ trait Machine: Send + 'static {
     fn handle(&mut self, input: Input, now: Timestamp) -> Result<(), ApiMisuse>;
     fn handle_timeout(&mut self, now: Timestamp) -> Result<(), ApiMisuse>;
     fn poll_timeout(&self) -> Option<Timestamp>;
-    fn poll_output(&mut self) -> Option<Step<Self::Told>>;
+    fn poll_output(&mut self) -> Option<MachineStep<Self::Told>>;
     fn is_done(&self) -> bool;
 }
 
@@ -898,14 +898,14 @@ impl Machine for AuthMachine {
     fn poll_timeout(&self) -> Option<Timestamp> {
         self.0.poll_timeout()
     }
-    fn poll_output(&mut self) -> Option<Step<AuthorizationResult>> {
+    fn poll_output(&mut self) -> Option<MachineStep<AuthorizationResult>> {
         Some(match self.0.poll_output()? {
-            AuthorizationOutput::Transmit(r) => Step::Transmit(r),
-            AuthorizationOutput::AbortTransmit { op } => Step::Abort(op),
-            AuthorizationOutput::Finished(r) => Step::Tell(*r),
+            AuthorizationOutput::Transmit(r) => MachineStep::Transmit(r),
+            AuthorizationOutput::AbortTransmit { op } => MachineStep::Abort(op),
+            AuthorizationOutput::Finished(r) => MachineStep::Tell(*r),
             other => {
                 tracing::warn!(?other, "output not understood by this runtime");
-                Step::Skip
+                MachineStep::Skip
             }
         })
     }
@@ -927,20 +927,22 @@ impl Machine for NotiMachine {
     fn poll_timeout(&self) -> Option<Timestamp> {
         self.0.poll_timeout()
     }
-    fn poll_output(&mut self) -> Option<Step<Told>> {
+    fn poll_output(&mut self) -> Option<MachineStep<Told>> {
         Some(match self.0.poll_output()? {
-            NotificationOutput::Transmit(r) => Step::Transmit(r),
-            NotificationOutput::AbortTransmit { op } => Step::Abort(op),
-            NotificationOutput::Acknowledged => Step::Tell(Told::Acknowledged(Ok(()))),
-            NotificationOutput::AcknowledgementFailed(f) => Step::Tell(Told::Acknowledged(Err(f))),
-            NotificationOutput::Delivered(m) => Step::Tell(Told::Delivered(m)),
-            NotificationOutput::Reattached { attempt, task_id } => {
-                Step::Tell(Told::Reattached(Reattachment { attempt, task_id }))
+            NotificationOutput::Transmit(r) => MachineStep::Transmit(r),
+            NotificationOutput::AbortTransmit { op } => MachineStep::Abort(op),
+            NotificationOutput::Acknowledged => MachineStep::Tell(Told::Acknowledged(Ok(()))),
+            NotificationOutput::AcknowledgementFailed(f) => {
+                MachineStep::Tell(Told::Acknowledged(Err(f)))
             }
-            NotificationOutput::Ended(end) => Step::Tell(Told::Ended(end)),
+            NotificationOutput::Delivered(m) => MachineStep::Tell(Told::Delivered(m)),
+            NotificationOutput::Reattached { attempt, task_id } => {
+                MachineStep::Tell(Told::Reattached(Reattachment { attempt, task_id }))
+            }
+            NotificationOutput::Ended(end) => MachineStep::Tell(Told::Ended(end)),
             other => {
                 tracing::warn!(?other, "output not understood by this runtime");
-                Step::Skip
+                MachineStep::Skip
             }
         })
     }
@@ -964,20 +966,20 @@ async fn drive<R: Runtime, M: Machine>(
     loop {
         while let Some(step) = machine.poll_output() {
             match step {
-                Step::Transmit(req) => {
+                MachineStep::Transmit(req) => {
                     let op = req.op;
                     let transport = transport.clone();
                     let tx = tx.clone();
                     let task = async move { transport.exchange(req, tx).await };
                     ops.insert(op, spawn_abortable::<R>(task));
                 }
-                Step::Abort(op) => {
+                MachineStep::Abort(op) => {
                     if let Some(h) = ops.remove(&op) {
                         h.abort();
                     }
                 }
-                Step::Tell(told) => tell(told),
-                Step::Skip => {}
+                MachineStep::Tell(told) => tell(told),
+                MachineStep::Skip => {}
             }
         }
         if machine.is_done() {

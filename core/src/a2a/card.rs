@@ -846,7 +846,7 @@ pub fn validate_cards(cards: &[AgentCard]) -> Result<(), CardSetError> {
 
 /// A required extension the content did not activate (TT-8).
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum ExtensionError {
+pub enum RequiredExtensionError {
     /// The card marks `uri` as required but it is not among the activated URIs.
     #[error("Required extension not activated: {uri}")]
     RequiredNotActivated {
@@ -859,12 +859,12 @@ pub enum ExtensionError {
 pub fn check_required_extensions(
     card: &AgentCard,
     activated: &[String],
-) -> Result<(), ExtensionError> {
+) -> Result<(), RequiredExtensionError> {
     match card
         .required_extensions()
         .find(|r| !activated.iter().any(|a| a == r))
     {
-        Some(uri) => Err(ExtensionError::RequiredNotActivated {
+        Some(uri) => Err(RequiredExtensionError::RequiredNotActivated {
             uri: uri.to_owned(),
         }),
         None => Ok(()),

@@ -274,7 +274,7 @@ pub fn registry_errors_are_typed<T: TestRuntime>() {
             matches!(
                 &e,
                 DiscoveryError::Response {
-                    source: a2at_core::discovery::DiscoveryError::Status { status: 503 },
+                    source: a2at_core::discovery::DiscoveryResponseError::Status { status: 503 },
                     ..
                 }
             ),
@@ -285,7 +285,10 @@ pub fn registry_errors_are_typed<T: TestRuntime>() {
             matches!(
                 &e,
                 DiscoveryError::Response {
-                    source: a2at_core::discovery::DiscoveryError::InvalidCard { index: 0, .. },
+                    source: a2at_core::discovery::DiscoveryResponseError::InvalidCard {
+                        index: 0,
+                        ..
+                    },
                     ..
                 }
             ),
@@ -379,7 +382,7 @@ pub fn psop_load_and_search_send_the_token_and_parse_the_answers<T: TestRuntime>
             matches!(
                 &e,
                 DiscoveryError::Response {
-                    source: a2at_core::discovery::DiscoveryError::Workflow(_),
+                    source: a2at_core::discovery::DiscoveryResponseError::Workflow(_),
                     ..
                 }
             ),
@@ -390,7 +393,7 @@ pub fn psop_load_and_search_send_the_token_and_parse_the_answers<T: TestRuntime>
             matches!(
                 &e,
                 DiscoveryError::Response {
-                    source: a2at_core::discovery::DiscoveryError::Status { status: 404 },
+                    source: a2at_core::discovery::DiscoveryResponseError::Status { status: 404 },
                     ..
                 }
             ),
