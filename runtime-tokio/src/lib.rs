@@ -14,7 +14,7 @@
 //! 2. Implement [`ControlPoint`] for your host, or register
 //!    closures with [`ControlPointBuilder`].
 //! 3. Call [`Engine::execute`] for the [`ExecutionResult`], or
-//!    [`Engine::run`] / [`Engine::start`] for a [`RunHandle`] that streams
+//!    [`Engine::run`] and [`RunBuilder::spawn`] for a [`RunHandle`] that streams
 //!    [`EventEnvelope`]s as they happen and can cancel the run.
 //!
 //! ```no_run

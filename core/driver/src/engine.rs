@@ -425,7 +425,9 @@ impl<R: Runtime> Engine<R> {
         }
     }
 
-    /// Prepares a run with options (event sink, `on_finish`, seed); see [`RunBuilder`].
+    /// Prepares a run: the one way to start one. Set its options (start input, event sink,
+    /// `on_finish`, seed, trace) on the [`RunBuilder`], then [`RunBuilder::spawn`] it for a
+    /// [`RunHandle`] (events, cancel, result) or [`RunBuilder::execute`] it for the result.
     pub fn run<C: ControlPoint + 'static>(
         &self,
         workflow: impl Into<Arc<ValidatedWorkflow>>,
@@ -444,26 +446,20 @@ impl<R: Runtime> Engine<R> {
         }
     }
 
-    /// Starts a run in its own task and returns its handle (events, cancel, result). See
-    /// [`RunBuilder::spawn`] for where the task runs.
-    pub fn start<C: ControlPoint + 'static>(
-        &self,
-        workflow: impl Into<Arc<ValidatedWorkflow>>,
-        start: RunStart,
-        control_point: Arc<C>,
-    ) -> RunHandle {
-        self.run(workflow, control_point).start(start).spawn()
-    }
-
-    /// Runs a workflow to its end. Dropping the future cancels the run (its cleanup still runs
-    /// in the background).
+    /// Runs a workflow to its end: the convenience form of
+    /// `self.run(workflow, control_point).start(start).spawn().result()`. Dropping the future
+    /// cancels the run (its cleanup still runs in the background).
     pub async fn execute<C: ControlPoint + 'static>(
         &self,
         workflow: impl Into<Arc<ValidatedWorkflow>>,
         start: RunStart,
         control_point: Arc<C>,
     ) -> ExecutionResult {
-        self.start(workflow, start, control_point).result().await
+        self.run(workflow, control_point)
+            .start(start)
+            .spawn()
+            .result()
+            .await
     }
 
     /// Sends one message to `agent` outside any workflow (TT-9) and waits for the task's result.

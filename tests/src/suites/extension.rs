@@ -656,7 +656,7 @@ pub fn failing_extensions_leave_a_concurrent_workflow_unchanged<T: TestRuntime>(
         let before = engine.http_client().requests_sent();
 
         let sender = engine.extension_sender().unwrap();
-        let run = engine.start(solo(), RunStart::default(), echo_host());
+        let run = engine.run(solo(), echo_host()).spawn();
         let auth = sender.send_authorization("policy", auth_content());
         let stuck = sender
             .open_notification("silent", notify_content(), |_, _| {})

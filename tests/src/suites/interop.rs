@@ -263,11 +263,9 @@ fn remote_state(card: &AgentCard, task_id: &str) -> String {
 pub fn cancelling_midway_cancels_the_remote_task_on_both_bindings<T: TestRuntime>() {
     T::block_on(async {
         for binding in BINDINGS {
-            let mut handle = engine::<T>(binding).start(
-                one_step("slow", "wait"),
-                RunStart::default(),
-                Arc::new(host()),
-            );
+            let mut handle = engine::<T>(binding)
+                .run(one_step("slow", "wait"), Arc::new(host()))
+                .spawn();
             while let Some(event) = handle.next_event().await {
                 if event.type_str() == "agent_status_update"
                     && event.data["state"] == "TASK_STATE_WORKING"

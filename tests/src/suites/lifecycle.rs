@@ -146,7 +146,7 @@ pub fn cancelling_through_the_handle_cancels_every_remote_task<T: TestRuntime>()
         ])
         .await;
         let engine = engine::<T>(&server);
-        let mut handle = engine.start(three_waiting(), RunStart::default(), Arc::new(echo_host()));
+        let mut handle = engine.run(three_waiting(), Arc::new(echo_host())).spawn();
         // Wait until all three tasks exist and are being polled.
         while let Some(e) = handle.next_event().await {
             if e.kind == EventType::AgentStatusUpdate
