@@ -1,10 +1,10 @@
-//! Discovery helpers without I/O (features.md §1.18 DS): request builders and response parsers
+//! Discovery helpers without I/O: request builders and response parsers
 //! for a card registry ([`RegistryRequests`]) and a PSOP workflow store ([`PsopRequests`]).
 //!
-//! Timing, caching, TLS (DS-2, DS-10: `sslVerify=false` for that connection only), the 30 s
-//! deadlines and redirects belong to the runtime that sends the [`DiscoveryRequest`]s (DS-1).
+//! Timing, caching, TLS (`sslVerify=false` for that connection only), the 30 s
+//! deadlines and redirects belong to the runtime that sends the [`DiscoveryRequest`]s.
 //! Every request carries a [`DiscoveryRequest::log_url`] in which the access token reads
-//! `<anonymous>` (DS-9): log that one, send [`DiscoveryRequest::url`].
+//! `<anonymous>`: log that one, send [`DiscoveryRequest::url`].
 
 use crate::a2a::HttpMethod;
 use crate::a2a::card::{AgentCard, CardError};
@@ -15,9 +15,9 @@ pub use crate::redact::ANONYMOUS;
 use crate::workflow::{ValidatedWorkflow, WorkflowError, parse_and_validate};
 use serde_json::{Value, json};
 
-/// The registry path under the base URL (DS-3).
+/// The registry path under the base URL.
 pub const REGISTRY_PATH: &str = "/rest/v1/registry-center/agent-cards";
-/// The default number of search results (DS-7, CF-14).
+/// The default number of search results.
 pub const DEFAULT_TOP_N: u32 = 5;
 
 /// A discovery HTTP request to send.
@@ -74,13 +74,13 @@ pub enum DiscoveryResponseError {
     Workflow(#[from] WorkflowError),
 }
 
-/// Strips trailing `/` from a base URL (DS-2).
+/// Strips trailing `/` from a base URL.
 pub fn base_url(url: &str) -> String {
     url.trim().trim_end_matches('/').to_owned()
 }
 
 /// Appends `access_token=<token>` to `url` when a token is given, returning the URL to send and
-/// the URL to log (`access_token=<anonymous>`) (DS-9).
+/// the URL to log (`access_token=<anonymous>`).
 pub fn with_access_token(url: &str, token: Option<&Secret>) -> (String, String) {
     match token {
         None => (url.to_owned(), url.to_owned()),
@@ -93,7 +93,7 @@ pub fn with_access_token(url: &str, token: Option<&Secret>) -> (String, String) 
 }
 
 /// The logged form of a discovery URL, e.g. one taken from a redirect: an `access_token`
-/// query value reads `<anonymous>` (DS-9) and every other secret is masked as everywhere else.
+/// query value reads `<anonymous>` and every other secret is masked as everywhere else.
 pub fn log_url(url: &str) -> String {
     let (before_frag, frag) = url.split_at(url.find('#').unwrap_or(url.len()));
     let with_placeholder = match before_frag.split_once('?') {
@@ -147,13 +147,13 @@ fn json_200(status: u16, body: &[u8]) -> Result<Value, DiscoveryResponseError> {
 // Registry (DS-2..DS-5)
 // ------------------------------------------------------------------------------------------
 
-/// A card registry at a base URL (DS-2).
+/// A card registry at a base URL.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct RegistryRequests {
     base: String,
 }
 
-/// The outcome of a registration (DS-5).
+/// The outcome of a registration.
 #[derive(Debug, Clone, PartialEq)]
 pub struct RegisterOutcome {
     /// HTTP 200 or 201.
@@ -181,12 +181,12 @@ impl RegistryRequests {
         format!("{}{REGISTRY_PATH}", self.base)
     }
 
-    /// `GET {url}/rest/v1/registry-center/agent-cards` (DS-3).
+    /// `GET {url}/rest/v1/registry-center/agent-cards`.
     pub fn fetch_all_request(&self) -> DiscoveryRequest {
         get(self.endpoint(), self.endpoint())
     }
 
-    /// The same path with query `name` and, when given, `organization` (DS-4).
+    /// The same path with query `name` and, when given, `organization`.
     pub fn fetch_by_name_request(
         &self,
         name: &str,
@@ -200,7 +200,7 @@ impl RegistryRequests {
         get(url.clone(), url)
     }
 
-    /// POST on the same path with body `{"agentCards":[card]}` (DS-5). Pass
+    /// POST on the same path with body `{"agentCards":[card]}`. Pass
     /// [`AgentCard::to_json`] or the card JSON as the host has it.
     pub fn register_request(&self, card: &Value) -> DiscoveryRequest {
         post(
@@ -210,8 +210,8 @@ impl RegistryRequests {
         )
     }
 
-    /// Reads the cards of a fetch (DS-3): from `agentCards`, else `data`, else none (a bare
-    /// list is accepted too); each is normalised (features.md §2.3) and parsed. Non-200 is an
+    /// Reads the cards of a fetch: from `agentCards`, else `data`, else none (a bare
+    /// list is accepted too); each is normalised and parsed. Non-200 is an
     /// error, and so is an invalid card (naming its index).
     pub fn parse_cards(status: u16, body: &[u8]) -> Result<Vec<AgentCard>, DiscoveryResponseError> {
         let v = json_200(status, body)?;
@@ -237,7 +237,7 @@ impl RegistryRequests {
             .collect()
     }
 
-    /// The first card of a by-name fetch, or `None` (DS-4).
+    /// The first card of a by-name fetch, or `None`.
     pub fn parse_card(
         status: u16,
         body: &[u8],
@@ -248,7 +248,7 @@ impl RegistryRequests {
     }
 
     /// The outcome of a registration: 200/201 is success; the parsed body is returned either
-    /// way (DS-5). The runtime logs a failure.
+    /// way. The runtime logs a failure.
     pub fn parse_register(status: u16, body: &[u8]) -> RegisterOutcome {
         RegisterOutcome {
             success: status == 200 || status == 201,
@@ -262,14 +262,14 @@ impl RegistryRequests {
 // PSOP store (DS-6..DS-8)
 // ------------------------------------------------------------------------------------------
 
-/// A PSOP workflow store at a base URL, with an optional access token (DS-6, DS-7).
+/// A PSOP workflow store at a base URL, with an optional access token.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct PsopRequests {
     base: String,
     access_token: Option<Secret>,
 }
 
-/// One search hit (DS-8). Load the full workflow with [`PsopRequests::load_request`] and its
+/// One search hit. Load the full workflow with [`PsopRequests::load_request`] and its
 /// `workflow_id`.
 #[derive(Debug, Clone, PartialEq)]
 pub struct WorkflowSearchResult {
@@ -343,7 +343,7 @@ impl PsopRequests {
         }
     }
 
-    /// `GET {base}/api/v1/orchestrate/psop/{psop_id}[?access_token=…]` (DS-6).
+    /// `GET {base}/api/v1/orchestrate/psop/{psop_id}[?access_token=…]`.
     pub fn load_request(&self, psop_id: &str) -> DiscoveryRequest {
         let url = format!(
             "{}/api/v1/orchestrate/psop/{}",
@@ -355,7 +355,7 @@ impl PsopRequests {
     }
 
     /// `POST {base}/api/v1/orchestrate/search[?access_token=…]` with body
-    /// `{"intent": …, "top_n": …}`; `top_n` defaults to 5 (DS-7).
+    /// `{"intent": …, "top_n": …}`; `top_n` defaults to 5.
     pub fn search_request(&self, intent: &str, top_n: Option<u32>) -> DiscoveryRequest {
         let url = format!("{}/api/v1/orchestrate/search", self.base);
         let (wire, log) = with_access_token(&url, self.access_token.as_ref());
@@ -380,7 +380,7 @@ impl PsopRequests {
         })
     }
 
-    /// Parses and validates the workflow of a load response (DS-6, WM-2).
+    /// Parses and validates the workflow of a load response.
     pub fn parse_load(
         status: u16,
         body: &[u8],
@@ -388,7 +388,7 @@ impl PsopRequests {
         Ok(parse_and_validate(&PsopRequests::load_json(status, body)?)?)
     }
 
-    /// The summaries of a search response (`data[]`; a bare list is accepted too) (DS-7).
+    /// The summaries of a search response (`data[]`; a bare list is accepted too).
     pub fn parse_search(
         status: u16,
         body: &[u8],

@@ -1,8 +1,8 @@
-//! Protocol log entries with mandatory redaction (features.md §1.17 PL).
+//! Protocol log entries with mandatory redaction.
 //!
 //! Every function here returns a `String` that a runtime hands to `tracing` at DEBUG under
 //! [`TARGET`]; the runtime formats entries only when that level is enabled and drops an entry
-//! it cannot produce rather than affect delivery (PL-6). Redaction cannot be turned off:
+//! it cannot produce rather than affect delivery. Redaction cannot be turned off:
 //!
 //! * header names and JSON keys containing `authorization`, `cookie`, `token`, `secret` or
 //!   `password` (any case), or equal to `pwd`, `passwd`, `accesssession`, `x-api-key`,
@@ -19,10 +19,10 @@
 //!
 //! Bodies are capped at [`LogConfig::max_body_chars`] characters (default 100 000, minimum
 //! 256) after redaction, labelled `body truncated`; binary bodies are omitted. Pretty display
-//! (PL-8) reindents valid JSON without changing its tokens: escaped newlines stay escaped and
+//! reindents valid JSON without changing its tokens: escaped newlines stay escaped and
 //! invalid JSON stays raw.
 //!
-//! Correlation fields (PL-7) come from [`HttpRequest::correlation`] and are local log fields,
+//! Correlation fields come from [`HttpRequest::correlation`] and are local log fields,
 //! never wire metadata.
 
 use crate::auth::LoginRequest;
@@ -38,12 +38,12 @@ pub use crate::redact::{
 
 /// The `tracing` target of protocol entries.
 pub const TARGET: &str = "a2at::protocol";
-/// The smallest body cap (PL-4).
+/// The smallest body cap.
 pub const MIN_BODY_CHARS: usize = 256;
-/// The default body cap (PL-4, CF-17).
+/// The default body cap.
 pub const DEFAULT_BODY_CHARS: usize = 100_000;
 
-/// Protocol log knobs (PL-4). Redaction is not a knob.
+/// Protocol log knobs. Redaction is not a knob.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct LogConfig {
     /// Include bodies (default true); off, entries say `body=disabled`.
@@ -64,14 +64,14 @@ impl Default for LogConfig {
     }
 }
 
-/// The environment variable of [`LogConfig::include_body`] (PL-4).
+/// The environment variable of [`LogConfig::include_body`].
 pub const ENV_INCLUDE_BODY: &str = "WORKFLOW_ENGINE_PROTOCOL_INCLUDE_BODY";
-/// The environment variable of [`LogConfig::max_body_chars`] (PL-4).
+/// The environment variable of [`LogConfig::max_body_chars`].
 pub const ENV_MAX_BODY_CHARS: &str = "WORKFLOW_ENGINE_PROTOCOL_MAX_BODY_CHARS";
-/// The environment variable of [`LogConfig::pretty`] (PL-4).
+/// The environment variable of [`LogConfig::pretty`].
 pub const ENV_PRETTY: &str = "WORKFLOW_ENGINE_PROTOCOL_PRETTY";
 
-/// A protocol log knob with a value that cannot be read (PL-4).
+/// A protocol log knob with a value that cannot be read.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("{name}={value:?} is not {expected}")]
 pub struct LogConfigError {
@@ -161,7 +161,7 @@ fn looks_json(text: &str) -> bool {
     matches!(text.trim_start().as_bytes().first(), Some(b'{' | b'['))
 }
 
-/// Reindents valid JSON text token by token (PL-8): strings are copied as they are, so escapes
+/// Reindents valid JSON text token by token: strings are copied as they are, so escapes
 /// stay escaped. Invalid JSON is returned unchanged.
 pub fn pretty_json(text: &str) -> String {
     if serde_json::from_str::<serde::de::IgnoredAny>(text).is_err() {
@@ -281,7 +281,7 @@ fn redact_sse_text(text: &str) -> String {
 // Entries
 // ------------------------------------------------------------------------------------------
 
-/// What an exchange belongs to (PL-7 `channel`).
+/// What an exchange belongs to (the `channel` log field).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Channel {
     /// Task traffic (send, reply, poll, resubscribe, cancel).
@@ -290,7 +290,7 @@ pub enum Channel {
     Authorization,
     /// Notification-T.
     Notification,
-    /// A credential login (AU-6).
+    /// A credential login.
     Login,
     /// Registry / PSOP discovery.
     Discovery,
@@ -309,7 +309,7 @@ impl Channel {
     }
 }
 
-/// The correlation fields of an entry (PL-7). Local log fields, never wire metadata.
+/// The correlation fields of an entry. Local log fields, never wire metadata.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct LogContext {
     /// The agent (card name).
@@ -468,7 +468,7 @@ pub fn format_response_body(
     )
 }
 
-/// An SSE event entry (PL-8): with `pretty`, JSON data is shown reindented between
+/// An SSE event entry: with `pretty`, JSON data is shown reindented between
 /// `=== SSE data(JSON display; not wire text) ===` markers; otherwise (and for invalid JSON)
 /// the redacted data as received.
 pub fn format_sse_event(
@@ -498,7 +498,7 @@ pub fn format_sse_event(
     s
 }
 
-/// An SSE frame over the capacity was dropped whole (PL-5).
+/// An SSE frame over the capacity was dropped whole.
 pub fn format_sse_dropped(ctx: &LogContext, bytes: usize) -> String {
     format!(
         "<<< SSE EVENT {} body=dropped-capacity ({bytes} bytes)",
@@ -506,7 +506,7 @@ pub fn format_sse_dropped(ctx: &LogContext, bytes: usize) -> String {
     )
 }
 
-/// A stream ended before completion (PL-5).
+/// A stream ended before completion.
 pub fn format_stream_interrupted(ctx: &LogContext, reason: &str) -> String {
     format!(
         "<<< STREAM {} stream=interrupted: {}",
@@ -515,7 +515,7 @@ pub fn format_stream_interrupted(ctx: &LogContext, reason: &str) -> String {
     )
 }
 
-/// A login request entry (AU-14, PL-3): every body field value is masked, whatever its name,
+/// A login request entry: every body field value is masked, whatever its name,
 /// because login fields are credential material.
 pub fn format_login_request(
     agent: &str,
@@ -574,7 +574,7 @@ pub fn format_login_response(
 }
 
 /// The login response body with the token masked wherever it appears, before it is rendered for
-/// the log (AU-14). A JSON body is decoded first, so every string equal to the token is masked
+/// the log. A JSON body is decoded first, so every string equal to the token is masked
 /// however it was escaped on the wire, and a body cap cannot cut the token and leave a prefix;
 /// any other body has the token's raw text replaced.
 pub fn mask_login_token(body: &[u8], token: &str) -> Vec<u8> {

@@ -1,4 +1,4 @@
-//! Redaction of secrets in logged text (PL-3): header values, JSON on the wire text, form
+//! Redaction of secrets in logged text: header values, JSON on the wire text, form
 //! bodies, query strings and URLs. Redaction cannot be turned off; the protocol log builds its
 //! entries with these functions, logins and discovery their `Debug` output and logged URLs.
 //! A leaf module: it depends on no other module that logs.
@@ -8,7 +8,7 @@ use crate::urlenc::url_decode;
 
 /// The replacement of secret values.
 pub const MASK: &str = "***";
-/// What an access token reads in logged URLs (DS-9); it is a placeholder, not a secret, so
+/// What an access token reads in logged URLs; it is a placeholder, not a secret, so
 /// redaction keeps it.
 pub const ANONYMOUS: &str = "<anonymous>";
 
@@ -22,7 +22,7 @@ const SECRET_EXACT: [&str; 6] = [
     "apikey",
 ];
 
-/// Whether a header name or JSON key names a secret (PL-3). URI-shaped names (with `://`) are
+/// Whether a header name or JSON key names a secret. URI-shaped names (with `://`) are
 /// never secret.
 pub fn is_secret_name(name: &str) -> bool {
     if name.contains("://") {
@@ -32,7 +32,7 @@ pub fn is_secret_name(name: &str) -> bool {
     SECRET_PARTS.iter().any(|p| n.contains(p)) || SECRET_EXACT.contains(&n.as_str())
 }
 
-/// Whether a form or query parameter name is secret (PL-3 form rules plus [`is_secret_name`]).
+/// Whether a form or query parameter name is secret (the form rules plus [`is_secret_name`]).
 pub fn is_secret_form_name(name: &str) -> bool {
     let n = name.trim().to_ascii_lowercase();
     is_secret_name(&n)
@@ -150,7 +150,7 @@ fn value_end(b: &[u8], start: usize) -> Option<usize> {
     }
 }
 
-/// Redacts JSON wire text without reserialising it (PL-3): values under secret keys become
+/// Redacts JSON wire text without reserialising it: values under secret keys become
 /// `"***"` (whole objects and arrays included), strings elsewhere have `Bearer`/`Basic`
 /// credentials masked, and a secret value cut off by the end of the text (a truncated or
 /// streamed body) is masked to the end. Text that is not JSON is scanned the same way.
@@ -216,7 +216,7 @@ pub(crate) fn redact_json_with(text: &str, secret: &dyn Fn(&str) -> bool) -> Str
     out
 }
 
-/// Redacts an `application/x-www-form-urlencoded` body or query string (PL-3).
+/// Redacts an `application/x-www-form-urlencoded` body or query string.
 pub fn redact_form(text: &str) -> String {
     text.split('&')
         .map(|pair| match pair.split_once('=') {

@@ -1,4 +1,4 @@
-//! The complete result of a run (DG-10, DG-11).
+//! The complete result of a run.
 
 use std::collections::BTreeMap;
 

@@ -23,15 +23,15 @@ pub(crate) struct Authenticator {
     /// Agent → its plan, or why no request to it may be sent (e.g. required credentials are
     /// missing: never send unauthenticated).
     plans: BTreeMap<String, Result<AuthPlan, String>>,
-    /// Held across a login, so a (agent, scheme) is never logged in twice at once (AU-7).
+    /// Held across a login, so a (agent, scheme) is never logged in twice at once.
     cache: async_lock::Mutex<TokenCache>,
-    /// Deadline of one login, body included (AU-15).
+    /// Deadline of one login, body included.
     login_timeout: Duration,
 }
 
 impl Authenticator {
     /// Plans every agent of `directory`. `provider` says whether an [`AuthHook`](crate::AuthHook)
-    /// is configured, which may then be the only auth source (AU-1).
+    /// is configured, which may then be the only auth source.
     pub(crate) fn new(
         directory: &AgentDirectory,
         credentials: Option<&CredentialsConfig>,
@@ -120,7 +120,7 @@ fn now() -> u64 {
 
 /// Sends the login request (with the engine's HTTP client, so the same TLS policy) and reads
 /// the token. Request and response go to the protocol log, redacted (request fields such as
-/// `password` and the token in the response are masked, PL-3, AU-14).
+/// `password` and the token in the response are masked).
 async fn login<R: Runtime>(
     client: &HttpClient<R>,
     pending: &PendingLogin,

@@ -1,5 +1,5 @@
 //! Configuration read from the environment at build time: a host-loaded `.env` file
-//! ([`EnvFile`], AU-13), the credential key (AU-11) and the protocol log knobs (PL-4).
+//! ([`EnvFile`]), the credential key and the protocol log knobs.
 //!
 //! The process environment is never modified (`std::env::set_var` is `unsafe` in Rust 2024 and
 //! races with other threads): an [`EnvFile`] is handed to the builders instead, and its values
@@ -14,7 +14,7 @@ use a2at_core::protolog::LogConfig;
 use crate::error::EngineError;
 
 /// The entries of a `.env` file that the host loaded explicitly (the engine never reads one on
-/// its own, AU-11). Parsing follows AU-13: blank lines and `#` comments skipped, split on the
+/// its own). Parsing: blank lines and `#` comments skipped, split on the
 /// first `=`, trimmed, surrounding double quotes stripped, the first entry of a name wins.
 /// A variable already set in the process environment always takes precedence over the file.
 ///
@@ -52,7 +52,7 @@ impl EnvFile {
     }
 
     /// How many entries take effect, i.e. name variables that the process environment does
-    /// not set (AU-13: never overwrite a variable already set).
+    /// not set (never overwrite a variable already set).
     pub fn loaded(&self) -> usize {
         self.values
             .keys()
@@ -106,7 +106,7 @@ pub(crate) struct LogOverrides {
     pub(crate) pretty: Option<bool>,
 }
 
-/// The protocol log knobs (PL-4): the environment's values, then the builder's overrides. A
+/// The protocol log knobs: the environment's values, then the builder's overrides. A
 /// variable that cannot be read is an error naming it. Redaction is not a knob.
 pub(crate) fn protocol_log_config(
     env: &EnvLookup<'_>,
@@ -138,5 +138,5 @@ pub enum SeedSource {
     Fixed(u64),
 }
 
-/// The default deadline of a credential login (AU-15, CF-16).
+/// The default deadline of a credential login.
 pub const DEFAULT_LOGIN_TIMEOUT: Duration = Duration::from_secs(30);

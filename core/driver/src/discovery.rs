@@ -1,13 +1,13 @@
-//! Discovery over HTTP (features.md §1.18, DS-1..DS-10): a card [`RegistryClient`] and a PSOP
+//! Discovery over HTTP: a card [`RegistryClient`] and a PSOP
 //! workflow store client ([`PsopClient`], the `LoadPsop` helper), sending the requests that
 //! `a2at_core::discovery` builds through the runtime's HTTP client and parsing the answers there.
 //!
 //! These are optional helpers: when to discover, what to cache and how to react to a failure
-//! belong to the host (DS-1). Each client owns its HTTP client, so its TLS policy (for example
-//! the development-only insecure mode) applies to its own connections and nothing else (DS-10).
-//! Every call has one deadline for the complete response, body included (default 30 s, DS-2).
+//! belong to the host. Each client owns its HTTP client, so its TLS policy (for example
+//! the development-only insecure mode) applies to its own connections and nothing else.
+//! Every call has one deadline for the complete response, body included (default 30 s).
 //! Redirects are followed (at most [`MAX_REDIRECTS`]). Access tokens are never logged: the
-//! protocol log shows `access_token=<anonymous>` (DS-9).
+//! protocol log shows `access_token=<anonymous>`.
 
 use std::time::Duration;
 
@@ -29,7 +29,7 @@ use crate::http::{HttpClient, build_request, describe, header_pairs, header_text
 use crate::runtime::{Runtime, within};
 use crate::tls::TlsConfig;
 
-/// The default deadline of one discovery call, body included (DS-2, CF-13, CF-14).
+/// The default deadline of one discovery call, body included.
 pub const DEFAULT_DISCOVERY_DEADLINE: Duration = Duration::from_secs(30);
 /// The default cap on one discovery response body: a card list or a workflow is far smaller,
 /// and a hostile or broken center must not be able to exhaust memory.
@@ -41,7 +41,7 @@ pub const MAX_REDIRECTS: usize = 10;
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum DiscoveryError {
-    /// The client could not be built (a TLS policy that cannot be built: TL-5).
+    /// The client could not be built (a TLS policy that cannot be built).
     #[error("discovery client setup: {0}")]
     Setup(#[from] EngineError),
     /// A setting is out of range.
@@ -63,7 +63,7 @@ pub enum DiscoveryError {
         /// The cap in force.
         limit: usize,
     },
-    /// No complete response within the deadline (DS-2).
+    /// No complete response within the deadline.
     #[error("{url}: no complete response within {deadline:?}")]
     Deadline {
         /// The URL as logged.
@@ -328,7 +328,7 @@ macro_rules! settings_setters {
         impl<R: Runtime> $builder<R> {
             /// The TLS policy of this client's own connections (default: verify against the
             /// webpki roots). The development-only insecure mode applies to this client only
-            /// and logs a warning (DS-10, TL-6).
+            /// and logs a warning.
             pub fn tls(mut self, tls: TlsConfig) -> Self {
                 self.settings.tls = tls;
                 self
@@ -354,7 +354,7 @@ macro_rules! settings_setters {
                 self
             }
 
-            /// Protocol log settings (default: read from the environment, PL-4). Redaction is
+            /// Protocol log settings (default: read from the environment). Redaction is
             /// not a setting.
             pub fn protocol_log(mut self, log: LogConfig) -> Self {
                 self.settings.log = Some(log);
@@ -368,7 +368,7 @@ macro_rules! settings_setters {
 // Registry
 // ------------------------------------------------------------------------------------------
 
-/// A card registry (DS-2..DS-5): fetch all cards, fetch one by name and organisation, register
+/// A card registry: fetch all cards, fetch one by name and organisation, register
 /// a card.
 #[derive(Clone)]
 pub struct RegistryClient<R> {
@@ -444,7 +444,7 @@ impl<R: Runtime> RegistryClient<R> {
         &self.fetcher.client
     }
 
-    /// Every card of the registry, normalised (DS-3): `GET {url}/rest/v1/registry-center/agent-cards`,
+    /// Every card of the registry, normalised: `GET {url}/rest/v1/registry-center/agent-cards`,
     /// cards from `agentCards`, else `data`, else none. Non-200 and an invalid card are errors.
     pub async fn fetch_agent_cards(&self) -> Result<Vec<AgentCard>, DiscoveryError> {
         let a = self.fetcher.fetch(self.core.fetch_all_request()).await?;
@@ -452,7 +452,7 @@ impl<R: Runtime> RegistryClient<R> {
             .map_err(response_error(a.url))
     }
 
-    /// The first card named `name` (in `organization`, when given), or `None` (DS-4).
+    /// The first card named `name` (in `organization`, when given), or `None`.
     pub async fn fetch_agent_card(
         &self,
         name: &str,
@@ -465,7 +465,7 @@ impl<R: Runtime> RegistryClient<R> {
     }
 
     /// Registers `card` (its JSON, e.g. [`AgentCard::to_json`]) with a POST of
-    /// `{"agentCards":[card]}` (DS-5). HTTP 200/201 is success; any other status is logged as a
+    /// `{"agentCards":[card]}`. HTTP 200/201 is success; any other status is logged as a
     /// warning and returned as an unsuccessful outcome with the parsed body. Only a failed
     /// exchange is an error.
     pub async fn register_agent_card(
@@ -485,9 +485,9 @@ impl<R: Runtime> RegistryClient<R> {
 // PSOP store
 // ------------------------------------------------------------------------------------------
 
-/// A PSOP workflow store (`LoadPsop`, DS-6..DS-8): load a workflow by id, search by intent.
+/// A PSOP workflow store (`LoadPsop`): load a workflow by id, search by intent.
 /// The access token travels as the `access_token` query parameter and is logged as
-/// `<anonymous>` (DS-9).
+/// `<anonymous>`.
 #[doc(alias = "LoadPsop")]
 #[derive(Clone)]
 pub struct PsopClient<R> {
@@ -573,15 +573,14 @@ impl<R: Runtime> PsopClient<R> {
         core_discovery::PsopRequests::load_json(a.status, &a.body).map_err(response_error(a.url))
     }
 
-    /// Loads PSOP `psop_id` and validates it as a workflow (DS-6, WM-2).
+    /// Loads PSOP `psop_id` and validates it as a workflow.
     pub async fn load(&self, psop_id: &str) -> Result<ValidatedWorkflow, DiscoveryError> {
         let a = self.fetcher.fetch(self.core.load_request(psop_id)).await?;
         core_discovery::PsopRequests::parse_load(a.status, &a.body).map_err(response_error(a.url))
     }
 
     /// Searches workflows by `intent` (`POST {base}/api/v1/orchestrate/search` with
-    /// `{"intent", "top_n"}`; `top_n` defaults to 5) and returns the summaries of `data[]`
-    /// (DS-7, DS-8).
+    /// `{"intent", "top_n"}`; `top_n` defaults to 5) and returns the summaries of `data[]`.
     pub async fn search(
         &self,
         intent: &str,

@@ -34,7 +34,7 @@ use crate::runtime::Runtime;
 use crate::tls::TlsConfig;
 use crate::transport::{AuthHook, Limits, Transport};
 
-/// Engine settings. Budgets follow the core's defaults (CF-1, CF-3, CF-11).
+/// Engine settings. Budgets follow the core's defaults.
 #[derive(Debug, Clone, PartialEq)]
 #[non_exhaustive]
 pub struct EngineConfig {
@@ -56,7 +56,7 @@ pub struct EngineConfig {
     pub max_in_flight: usize,
     /// Where run seeds come from (default: the OS).
     pub seed: SeedSource,
-    /// Deadline of one credential login, response body included (default 30 s, AU-15, CF-16).
+    /// Deadline of one credential login, response body included (default 30 s).
     /// A login that misses it fails the send with an authentication error; nothing is sent
     /// unauthenticated.
     pub login_timeout: Duration,
@@ -81,12 +81,12 @@ impl Default for EngineConfig {
 }
 
 /// The environment variable holding the credential key (64 hex characters) when none is
-/// configured explicitly (AU-11).
+/// configured explicitly.
 pub const CREDENTIAL_KEY_ENV: &str = "A2AT_CRED_KEY";
 
-/// Reads and parses a credentials file (AU-5). `enc:` values are decrypted with `key`, or else
+/// Reads and parses a credentials file. `enc:` values are decrypted with `key`, or else
 /// with the key in [`CREDENTIAL_KEY_ENV`]; a missing or wrong key, an unreadable file or a
-/// malformed entry is an error (fail closed, AU-9, AU-10).
+/// malformed entry is an error (fail closed).
 pub fn load_credentials(
     path: &std::path::Path,
     key: Option<&str>,
@@ -95,7 +95,7 @@ pub fn load_credentials(
 }
 
 /// [`load_credentials`] with the key looked up in `env` (process environment, then a
-/// host-loaded `.env` file) when none is given (AU-11).
+/// host-loaded `.env` file) when none is given.
 fn load_credentials_in(
     path: &std::path::Path,
     key: Option<&str>,
@@ -231,9 +231,9 @@ impl<R: Runtime> EngineBuilder<R> {
         self
     }
 
-    /// Built-in credential authentication from a credentials file (AU-5), read and decrypted
+    /// Built-in credential authentication from a credentials file, read and decrypted
     /// when the engine is built: a missing or malformed file, or an `enc:` value without the
-    /// right key, fails [`EngineBuilder::build`] (AU-9). Give credentials either this way or
+    /// right key, fails [`EngineBuilder::build`]. Give credentials either this way or
     /// with [`EngineBuilder::credentials`], never both.
     pub fn credentials_file(mut self, path: impl Into<std::path::PathBuf>) -> Self {
         self.credentials_file = Some(path.into());
@@ -241,7 +241,7 @@ impl<R: Runtime> EngineBuilder<R> {
     }
 
     /// The key (64 hex characters) of `enc:` values in the credentials file; it takes
-    /// precedence over the [`CREDENTIAL_KEY_ENV`] variable (AU-11).
+    /// precedence over the [`CREDENTIAL_KEY_ENV`] variable.
     pub fn credential_key(mut self, hex: impl Into<String>) -> Self {
         self.credential_key = Some(a2at_core::auth::Secret::new(hex));
         self
@@ -262,21 +262,21 @@ impl<R: Runtime> EngineBuilder<R> {
     }
 
     /// Whether protocol log entries include bodies; overrides
-    /// `WORKFLOW_ENGINE_PROTOCOL_INCLUDE_BODY` (default true, PL-4).
+    /// `WORKFLOW_ENGINE_PROTOCOL_INCLUDE_BODY` (default true).
     pub fn protocol_log_body(mut self, include: bool) -> Self {
         self.log.include_body = Some(include);
         self
     }
 
     /// The character cap of a logged body (at least 256); overrides
-    /// `WORKFLOW_ENGINE_PROTOCOL_MAX_BODY_CHARS` (default 100 000, PL-4).
+    /// `WORKFLOW_ENGINE_PROTOCOL_MAX_BODY_CHARS` (default 100 000).
     pub fn protocol_log_max_body_chars(mut self, chars: usize) -> Self {
         self.log.max_body_chars = Some(chars);
         self
     }
 
     /// Pretty protocol log entries (one header per line, indented JSON); overrides
-    /// `WORKFLOW_ENGINE_PROTOCOL_PRETTY` (default true, PL-4). Redaction is always on.
+    /// `WORKFLOW_ENGINE_PROTOCOL_PRETTY` (default true). Redaction is always on.
     pub fn protocol_log_pretty(mut self, pretty: bool) -> Self {
         self.log.pretty = Some(pretty);
         self
@@ -462,7 +462,7 @@ impl<R: Runtime> Engine<R> {
             .await
     }
 
-    /// Sends one message to `agent` outside any workflow (TT-9) and waits for the task's result.
+    /// Sends one message to `agent` outside any workflow and waits for the task's result.
     /// A Propose from the agent fails the task with `host.handler_missing`; see
     /// [`Engine::send_task_negotiating`].
     pub async fn send_task(&self, agent: &str, content: MessageContent) -> TaskExecutionResult {

@@ -15,7 +15,7 @@ pub enum EngineError {
     /// The TLS configuration could not be built.
     #[error("TLS setup failed: {0}")]
     Tls(String),
-    /// The credentials file could not be read, parsed or decrypted (never ignored: AU-9), or
+    /// The credentials file could not be read, parsed or decrypted (never ignored), or
     /// credentials were given both as a file and inline.
     #[error("credentials: {0}")]
     Credentials(String),

@@ -19,7 +19,7 @@ pub type EventSink = Arc<dyn Fn(&EventEnvelope) + Send + Sync>;
 pub type OnFinishError = Box<dyn std::error::Error + Send + Sync>;
 
 /// The `on_finish` hook: gets the result and the events collected so far (everything but
-/// `close`), after the run finished and before `close` is emitted (LC-6, LC-7).
+/// `close`), after the run finished and before `close` is emitted.
 pub type OnFinish = Arc<
     dyn Fn(ExecutionResult, Vec<EventEnvelope>) -> BoxFuture<'static, Result<(), OnFinishError>>
         + Send

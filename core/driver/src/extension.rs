@@ -1,11 +1,10 @@
-//! The [`ExtensionSender`]: Authorization-T and Notification-T beside (never inside) workflows
-//! (features.md XS-1..XS-11).
+//! The [`ExtensionSender`]: Authorization-T and Notification-T beside (never inside) workflows.
 //!
 //! Every protocol decision lives in the core machines
 //! ([`Authorization`], [`Notification`]); this module only carries out their outputs, keeps the
 //! clock and hands results to the host.
 //!
-//! ## Independence (XS-1, XS-9, XS-11)
+//! ## Independence
 //!
 //! The sender owns its own transport: its own HTTP connection pool (unless you give it a client)
 //! and its own concurrency limits, so a long-lived notification stream never takes a slot a
@@ -15,7 +14,7 @@
 //! ## Subscriptions
 //!
 //! [`ExtensionSender::open_notification`] returns the handle at once: the machine is built and
-//! the handle registered before any I/O (XS-3). The driver runs in its own task; the listener
+//! the handle registered before any I/O. The driver runs in its own task; the listener
 //! is fed by its own unbounded queue, and each call runs through the runtime's blocking-call
 //! facility ([`Runtime::run_blocking`]), one call at a time per subscription, so a slow (even
 //! blocking) listener delays only its own subscription and no thread is kept per
@@ -26,7 +25,7 @@
 //! `on_reattach` callback of [`ExtensionSender::open_notification_with_reattach`], in order with
 //! the messages, and counted by [`NotificationSubscription::reattachments`].
 //!
-//! Dropping every handle does **not** close a subscription (XS-6): call
+//! Dropping every handle does **not** close a subscription: call
 //! [`NotificationSubscription::close`].
 //!
 //! Tasks, clock, timers and blocking calls come from the [`Runtime`]; channels and abort
@@ -73,7 +72,7 @@ const COMPLETION_QUEUE: usize = 256;
 #[non_exhaustive]
 pub enum ExtensionError {
     /// The operation could not start: unknown agent, content not activating the extension, or a
-    /// card not declaring it (XS-10). Nothing was sent.
+    /// card not declaring it. Nothing was sent.
     #[error(transparent)]
     Precondition(#[from] PreconditionError),
     /// The core decided a failure (ACK timeout, closed before acknowledgement, first state
@@ -95,7 +94,7 @@ impl ExtensionError {
         }
     }
 
-    /// Whether this is the "closed before acknowledgement" failure (XS-7).
+    /// Whether this is the "closed before acknowledgement" failure.
     pub fn is_closed_before_acknowledgement(&self) -> bool {
         self.code() == a2at_core::extension::codes::CLOSED_BEFORE_ACK
     }
@@ -111,7 +110,7 @@ pub struct ExtensionSenderConfig {
     pub poll_interval: Duration,
     /// Authorization: budget of the `CancelTask` cleanup (default 5 s).
     pub cancel_budget: Duration,
-    /// Notification: wait for the first acknowledgement (default 300 s, TO-5).
+    /// Notification: wait for the first acknowledgement (default 300 s).
     pub ack_timeout: Duration,
     /// Notification: `SubscribeToTask` attempts in a row (default 3).
     pub max_reattach_attempts: u32,
@@ -340,7 +339,7 @@ impl<R> std::fmt::Debug for ExtensionSender<R> {
 impl<R: Runtime> Engine<R> {
     /// A builder for an [`ExtensionSender`] over this engine's validated cards and
     /// authentication hook, with budgets taken from the engine (send budget = task budget).
-    /// The sender gets its own transport (XS-9).
+    /// The sender gets its own transport.
     pub fn extension_sender_builder(&self) -> ExtensionSenderBuilder<R> {
         let parts = self.extension_parts();
         let c = self.config();
@@ -419,9 +418,9 @@ impl<R: Runtime> ExtensionSender<R> {
         }
     }
 
-    /// Sends one Authorization-T message and waits for its independent result (XS-2).
+    /// Sends one Authorization-T message and waits for its independent result.
     ///
-    /// `Err` only when nothing could be sent (XS-10) or the runtime stopped; every remote
+    /// `Err` only when nothing could be sent or the runtime stopped; every remote
     /// outcome, success or failure, is an [`AuthorizationResult`] (check `success` and
     /// `failure_code`). Dropping the future gives the authorization up; a known non-final
     /// remote task is then cancelled in the background.
@@ -452,12 +451,12 @@ impl<R: Runtime> ExtensionSender<R> {
         result_rx.await.map_err(|_| ExtensionError::RuntimeStopped)
     }
 
-    /// Opens a Notification-T subscription and returns its handle at once (XS-3): the handle is
+    /// Opens a Notification-T subscription and returns its handle at once: the handle is
     /// registered before any I/O, so the listener may call [`NotificationSubscription::close`]
     /// from its first call. `listener` gets every event's complete [`ReceivedMessage`], in
     /// order, one call at a time, through the runtime's blocking-call facility.
     ///
-    /// `Err` only for the preconditions (XS-10); nothing is sent then. Must be called where the
+    /// `Err` only for the preconditions; nothing is sent then. Must be called where the
     /// runtime can spawn tasks (with `a2at-tokio`, inside a tokio runtime).
     pub fn open_notification<L>(
         &self,
@@ -592,7 +591,7 @@ pub enum SubscriptionCompletion {
     EndedByAgent,
 }
 
-/// Liveness of a subscription (XS-8) when it was taken, on the runtime's clock.
+/// Liveness of a subscription when it was taken, on the runtime's clock.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Heartbeat {
     /// When the subscription was opened.
@@ -796,7 +795,7 @@ impl<R: Runtime> NotificationSubscription<R> {
         &self.shared.context_id
     }
 
-    /// Waits for the real acknowledgement (XS-4): `Ok` on the first event carrying a
+    /// Waits for the real acknowledgement: `Ok` on the first event carrying a
     /// non-failed task state; `Err` on a FAILED/CANCELED/REJECTED first state, the ACK timeout,
     /// [`close`](Self::close) before it ("closed before acknowledgement"), or an end of the
     /// subscription before it. Never a synthesised success.
@@ -805,7 +804,7 @@ impl<R: Runtime> NotificationSubscription<R> {
         value.unwrap_or(Err(ExtensionError::RuntimeStopped))
     }
 
-    /// Requests the end of the subscription (drops the connection; XS-7). Idempotent; returns
+    /// Requests the end of the subscription (drops the connection). Idempotent; returns
     /// at once, see [`completion`](Self::completion).
     pub fn close(&self) {
         let close = self
@@ -829,7 +828,7 @@ impl<R: Runtime> NotificationSubscription<R> {
         value.unwrap_or(Err(ExtensionError::RuntimeStopped))
     }
 
-    /// Liveness (XS-8).
+    /// Liveness.
     pub fn heartbeat(&self) -> Heartbeat {
         let live = self.shared.live();
         Heartbeat {

@@ -1,4 +1,4 @@
-//! The TLS policy of an engine's HTTP client (TL-1..TL-6): verification on by default, extra CA
+//! The TLS policy of an engine's HTTP client: verification on by default, extra CA
 //! certificates, a client identity for mTLS, and an explicit insecure mode for development that
 //! skips chain verification but still checks the host name and the handshake signatures.
 //! A configuration that cannot be built is an error, never a silent fallback.
@@ -24,9 +24,9 @@ pub struct TlsConfig {
     /// Extra trusted CA certificates (PEM, one or more), added to the webpki roots.
     pub extra_ca_pem: Option<Vec<u8>>,
     /// A client certificate chain (PEM) and its private key (PKCS#8, PKCS#1 or SEC1, as PEM or
-    /// DER) for mutual TLS (TL-2). Encrypted keys are not supported: decrypt them first.
+    /// DER) for mutual TLS. Encrypted keys are not supported: decrypt them first.
     pub client_identity_pem: Option<(Vec<u8>, Vec<u8>)>,
-    /// Certificate revocation lists (PEM) to check server certificates against (TL-2 `crlPath`):
+    /// Certificate revocation lists (PEM) to check server certificates against (`crlPath`):
     /// a revoked end-entity certificate is rejected; certificates whose issuer published no
     /// list here are accepted. Cannot be combined with the insecure mode.
     pub crl_pem: Option<Vec<u8>>,
@@ -56,7 +56,7 @@ fn read(what: &str, path: &Path) -> Result<Vec<u8>, EngineError> {
 }
 
 impl TlsConfig {
-    /// Adds the CA certificates of a PEM file (`caCertsPath`, TL-1) to the trusted roots. The
+    /// Adds the CA certificates of a PEM file (`caCertsPath`) to the trusted roots. The
     /// file is read now; an unreadable file is an error naming it.
     pub fn with_ca_file(mut self, path: &Path) -> Result<TlsConfig, EngineError> {
         let mut pem = self.extra_ca_pem.take().unwrap_or_default();
@@ -67,7 +67,7 @@ impl TlsConfig {
     }
 
     /// Presents the client certificate chain (PEM file) and key (PEM or DER file) for mutual
-    /// TLS (`clientCertPath`, `clientKeyPath`, TL-2).
+    /// TLS (`clientCertPath`, `clientKeyPath`).
     pub fn with_client_identity_files(
         mut self,
         cert: &Path,
@@ -78,8 +78,7 @@ impl TlsConfig {
         Ok(self)
     }
 
-    /// Checks server certificates against the revocation lists of a PEM file (`crlPath`,
-    /// TL-2).
+    /// Checks server certificates against the revocation lists of a PEM file (`crlPath`).
     pub fn with_crl_file(mut self, path: &Path) -> Result<TlsConfig, EngineError> {
         let mut pem = self.crl_pem.take().unwrap_or_default();
         pem.extend(read("CRL file", path)?);
@@ -88,7 +87,7 @@ impl TlsConfig {
         Ok(self)
     }
 
-    /// The development-only insecure mode (TL-3): chains are not verified, host names and
+    /// The development-only insecure mode: chains are not verified, host names and
     /// handshake signatures still are.
     pub fn insecure(mut self) -> TlsConfig {
         self.insecure_skip_chain_verification = true;
@@ -191,7 +190,7 @@ pub(crate) fn client_config(tls: &TlsConfig) -> Result<rustls::ClientConfig, Eng
     Ok(config)
 }
 
-/// Accepts any chain but checks the host name and the handshake signatures (TL-3).
+/// Accepts any chain but checks the host name and the handshake signatures.
 #[derive(Debug)]
 struct NameOnlyVerifier {
     algorithms: WebPkiSupportedAlgorithms,

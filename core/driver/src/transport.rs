@@ -22,7 +22,7 @@ use crate::runtime::Runtime;
 pub type AuthHook =
     Arc<dyn Fn(&HttpRequest) -> Result<Vec<(String, String)>, String> + Send + Sync>;
 
-/// The engine-wide concurrency limits: overall and per agent (TR-13).
+/// The engine-wide concurrency limits: overall and per agent.
 #[derive(Debug)]
 pub(crate) struct Limits {
     overall: Arc<Semaphore>,
@@ -65,7 +65,7 @@ pub(crate) struct Transport<R> {
     pub(crate) limits: Limits,
     pub(crate) auth: Option<AuthHook>,
     pub(crate) credentials: Authenticator,
-    /// Protocol log knobs (PL-4), fixed when the engine was built.
+    /// Protocol log knobs, fixed when the engine was built.
     pub(crate) log: LogConfig,
 }
 
@@ -184,7 +184,7 @@ impl<R: Runtime> Transport<R> {
     }
 }
 
-/// Assembles a response body for the protocol log (PL-5), so that no entry holds a raw network
+/// Assembles a response body for the protocol log, so that no entry holds a raw network
 /// chunk: a secret split across two chunks would escape redaction. SSE bodies are logged one
 /// complete event at a time (an event larger than the cap is dropped whole and labelled
 /// `body=dropped-capacity`); other bodies once, at the end, capped. Bytes are decoded only

@@ -652,7 +652,7 @@ pub enum StreamResponse {
 const PAYLOAD_KEYS: [&str; 4] = ["task", "message", "statusUpdate", "artifactUpdate"];
 
 impl StreamResponse {
-    /// Decodes a v1.0 wrapper, a v0.3 `kind`-discriminated bare object, or (TR-14) a bare
+    /// Decodes a v1.0 wrapper, a v0.3 `kind`-discriminated bare object, or a bare
     /// object recognised by its members: `id`+`status` is a task, `artifact`+`taskId` an
     /// artifact update, `status`+`taskId` a status update, `messageId`+`parts` a message.
     pub fn from_json(v: &Value) -> Result<StreamResponse, DecodeError> {
