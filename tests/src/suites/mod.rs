@@ -6,11 +6,13 @@
 // Each public function is one test whose name says what it checks; the suite macros list them.
 #![allow(missing_docs)]
 
+pub mod auth;
 pub mod engine_api;
 pub mod extension;
 pub mod http_runs;
 pub mod interop;
 pub mod lifecycle;
+pub mod protocol_log;
 pub mod security;
 
 /// Instantiates the extension suite (Authorization-T and Notification-T through the extension sender) on a
@@ -151,6 +153,40 @@ macro_rules! lifecycle_suite {
                 unimplemented_callbacks_fail_explicitly,
                 a_callback_that_outlives_its_budget_is_dropped,
             ]
+        );
+    };
+}
+
+/// Instantiates the auth suite (built-in credentials at the transport: static tokens, API keys, logins with a cached token, merging with the host's hook, never sending unauthenticated) on a
+/// [`TestRuntime`](crate::runtime::TestRuntime).
+#[macro_export]
+macro_rules! auth_suite {
+    ($rt:ty) => {
+        $crate::__suite_tests!(
+            $rt,
+            auth,
+            [
+                a_card_that_requires_auth_is_never_called_without_credentials,
+                a_static_encrypted_token_is_sent_as_a_bearer_header,
+                an_api_key_in_the_query_is_added_to_the_url,
+                a_conflicting_header_from_the_hook_blocks_the_send,
+                a_login_token_is_fetched_once_and_reused_by_concurrent_runs,
+                the_extension_sender_built_from_an_engine_uses_its_credentials,
+                a_credentials_file_fails_closed_without_the_key_and_loads_with_it,
+            ]
+        );
+    };
+}
+
+/// Instantiates the protocol log suite (the protocol log at the real transport boundary never shows a planted secret) on a
+/// [`TestRuntime`](crate::runtime::TestRuntime).
+#[macro_export]
+macro_rules! protocol_log_suite {
+    ($rt:ty) => {
+        $crate::__suite_tests!(
+            $rt,
+            protocol_log,
+            [planted_secrets_never_reach_the_protocol_log,]
         );
     };
 }
