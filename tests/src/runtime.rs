@@ -95,18 +95,3 @@ macro_rules! smol_test_runtime {
         }
     };
 }
-
-/// One `#[test]` per listed suite function, each calling it on `$rt`.
-#[doc(hidden)]
-#[macro_export]
-macro_rules! __suite_tests {
-    ($rt:ty, $module:ident, [$($(#[$attr:meta])* $test:ident,)*]) => {
-        $(
-            #[test]
-            $(#[$attr])*
-            fn $test() {
-                $crate::suites::$module::$test::<$rt>();
-            }
-        )*
-    };
-}

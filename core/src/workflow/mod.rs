@@ -36,8 +36,8 @@ pub mod validate;
 
 pub use graph::{GraphFormat, render as render_graph};
 pub use model::{
-    BusinessInput, ContextFrom, Edge, Step, StepType, Subtask, TERMINAL_MARKERS, Workflow,
-    is_terminal_marker,
+    BusinessInput, ContextFrom, Edge, Step, StepStatus, StepType, Subtask, TERMINAL_MARKERS,
+    Workflow, is_terminal_marker,
 };
 pub use parse::{ParseProblem, WorkflowParseError};
 pub use validate::{

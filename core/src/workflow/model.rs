@@ -4,7 +4,7 @@
 //! nothing else. Graph rules (unique names, known targets, no cycles, `context_from` ancestry) are
 //! checked by [`ValidatedWorkflow::new`](super::ValidatedWorkflow::new).
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 /// The edge targets that end a branch instead of naming a step.
@@ -268,4 +268,20 @@ mod tests {
             })
         );
     }
+}
+
+/// How a step ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum StepStatus {
+    /// Never reached: the run stopped or was cancelled first.
+    NotRun,
+    /// On a branch that was not taken (dead path); never dispatched.
+    Skipped,
+    /// Ran and succeeded.
+    Succeeded,
+    /// Ran and failed.
+    Failed,
+    /// Was running when the run was cancelled.
+    Cancelled,
 }

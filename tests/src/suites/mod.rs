@@ -15,6 +15,21 @@ pub mod lifecycle;
 pub mod protocol_log;
 pub mod security;
 
+/// One `#[test]` per listed suite function, each calling it on `$rt`.
+#[doc(hidden)]
+#[macro_export]
+macro_rules! __suite_tests {
+    ($rt:ty, $module:ident, [$($(#[$attr:meta])* $test:ident,)*]) => {
+        $(
+            #[test]
+            $(#[$attr])*
+            fn $test() {
+                $crate::suites::$module::$test::<$rt>();
+            }
+        )*
+    };
+}
+
 /// Instantiates the extension suite (Authorization-T and Notification-T through the extension sender) on a
 /// [`TestRuntime`](crate::runtime::TestRuntime).
 #[macro_export]
