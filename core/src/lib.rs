@@ -3,8 +3,8 @@
 //! The pure, synchronous heart of the a2at A2A-T workflow engine. It holds every rule of the
 //! engine (DAG traversal, step policies, per-edge routing, the upstream context window, the A2A
 //! protocol codecs, Negotiation-T correlation) as state machines that take inputs and produce
-//! outputs. The runtime crates (`a2at-tokio`, `a2at-smol`) carry out the outputs and feed the
-//! results back in.
+//! outputs. The driver (`a2at-driver`, run by the adapters `a2at-tokio` and `a2at-smol`) carries
+//! out the outputs and feeds the results back in.
 //!
 //! ## What the core does not do
 //!
