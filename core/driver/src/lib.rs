@@ -15,6 +15,44 @@
 //! which implements [`Runtime`] and fixes the generic types here to it, so that
 //! `a2at_tokio::Engine` is `a2at_driver::Engine<a2at_tokio::Tokio>`.
 //!
+//! ## Authorization-T and Notification-T
+//!
+//! [`Engine::extension_sender`] (or [`ExtensionSender::builder`]) gives an [`ExtensionSender`]
+//! with its own transport: [`ExtensionSender::send_authorization`] for one-shot authorizations
+//! and [`ExtensionSender::open_notification`] for subscriptions
+//! ([`NotificationSubscription`]). They never affect a workflow; listener callbacks run on
+//! the runtime's blocking pool ([`Runtime::run_blocking`]), one at a time per subscription.
+//! `runtime-tokio/examples/notification.rs` opens a subscription beside a running workflow.
+//!
+//! ## Discovery
+//!
+//! [`RegistryClient`] fetches and registers AgentCards at a registry, and [`PsopClient`] (the
+//! `LoadPsop` helper) loads and searches workflows in an orchestration center. Each owns its
+//! HTTP client and TLS policy, has one deadline per call for the whole response (30 s by
+//! default) and logs access tokens only as `access_token=<anonymous>`.
+//!
+//! ## Security configuration
+//!
+//! Credentials come from [`EngineBuilder::credentials_file`] or
+//! [`EngineBuilder::credentials`] (never both), their `enc:` key from
+//! [`EngineBuilder::credential_key`], else `A2AT_CRED_KEY`, else a host-loaded [`EnvFile`]; TLS
+//! from [`TlsConfig`]; the protocol log knobs from `WORKFLOW_ENGINE_PROTOCOL_*` with builder
+//! overrides. Nothing turns redaction off.
+//!
+//! ## Lifecycle and cancellation
+//!
+//! Events arrive in the core's order (`start` → … → `complete` | `error`); after the run
+//! finished, the runtime calls the `on_finish` hook with the result and the events collected so
+//! far, then emits `close`. Dropping the future of [`Engine::execute`] (or the [`RunHandle`])
+//! cancels the run: the driver keeps running in its own task until the core finished its
+//! cleanup (`CancelTask` for every known non-final remote task). [`RunHandle::cancel`] does the
+//! same without giving up the result.
+//!
+//! ## Reproducing a run
+//!
+//! Each run's id seed comes from the OS unless [`EngineConfig::seed`] fixes it; it is logged
+//! with `tracing` at the start of the run and available as [`RunHandle::seed`].
+//!
 //! ## Writing an adapter
 //!
 //! 1. A zero-sized type implementing [`Runtime`]: `now` and `sleep_until` on the runtime's
