@@ -11,9 +11,9 @@ use crate::a2a::{
 pub struct AgentEntry {
     /// The card as given.
     pub card: AgentCard,
-    /// The interface chosen for it (TR-2, a2a-wire §7.1).
+    /// The interface chosen for it (a2a-wire §7.1).
     pub endpoint: Endpoint,
-    /// Whether sends use `SendStreamingMessage` (`capabilities.streaming`, TR-3).
+    /// Whether sends use `SendStreamingMessage` (`capabilities.streaming`).
     pub streaming: bool,
 }
 
@@ -21,7 +21,7 @@ pub struct AgentEntry {
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 #[non_exhaustive]
 pub enum DirectoryError {
-    /// The card set is invalid (WM-13).
+    /// The card set is invalid.
     #[error(transparent)]
     Cards(#[from] CardSetError),
     /// No usable interface for an agent.

@@ -1,13 +1,13 @@
 //! Built-in authentication without I/O (features.md §1.15 AU, a2a-wire §5.1).
 //!
-//! * [`CredentialsConfig`]: the credentials file (AU-5), parsed strictly, with `enc:` values
-//!   (AU-10) decrypted at load time so that a bad value fails at startup (AU-9), never later.
+//! * [`CredentialsConfig`]: the credentials file, parsed strictly, with `enc:` values
+//!   decrypted at load time so that a bad value fails at startup, never later.
 //! * [`plan_auth`]: picks the security requirement of a card that the credentials satisfy
-//!   (AU-4, AU-8) and returns an [`AuthPlan`], or an error that blocks the send (ER-12).
+//!   and returns an [`AuthPlan`], or an error that blocks the send.
 //! * [`AuthPlan::resolve`] with a [`TokenCache`]: either the [`AuthMaterial`] to put on the
-//!   request, or the [`LoginRequest`] to send first (AU-6, AU-7), or "wait for the login that
+//!   request, or the [`LoginRequest`] to send first, or "wait for the login that
 //!   is already running".
-//! * [`merge_headers`] (AU-2) and [`apply`]: merge an AuthProvider's headers and put everything
+//! * [`merge_headers`] and [`apply`]: merge an AuthProvider's headers and put everything
 //!   on an [`HttpRequest`].
 //!
 //! # How a runtime uses this module
@@ -37,13 +37,16 @@ use base64::engine::general_purpose::STANDARD as B64;
 use serde_json::{Map, Value};
 use std::collections::BTreeMap;
 
+use crate::urlenc::hex_digit;
+pub use crate::urlenc::{append_query, is_form_content_type, url_decode, url_encode};
+
 use crate::a2a::card::{AgentCard, SecurityScheme};
 
-/// Tokens are refreshed this many seconds before they expire (AU-7, CF-15).
+/// Tokens are refreshed this many seconds before they expire.
 pub const REFRESH_SKEW_SECS: u64 = 60;
-/// The default token lifetime in seconds (AU-5, CF-15).
+/// The default token lifetime in seconds.
 pub const DEFAULT_TOKEN_TTL_SECS: u64 = 3600;
-/// The prefix of encrypted credential values (AU-10).
+/// The prefix of encrypted credential values.
 pub const ENC_PREFIX: &str = "enc:";
 
 // ------------------------------------------------------------------------------------------
@@ -71,7 +74,7 @@ impl std::fmt::Debug for Secret {
     }
 }
 
-/// The AES-256-GCM key of `enc:` values: 32 bytes given as 64 hex characters (AU-10). Its
+/// The AES-256-GCM key of `enc:` values: 32 bytes given as 64 hex characters. Its
 /// `Debug` output hides the bytes.
 #[derive(Clone, PartialEq, Eq)]
 pub struct CredentialKey([u8; 32]);
@@ -110,16 +113,7 @@ impl CredentialKey {
     }
 }
 
-fn hex_digit(b: u8) -> Option<u8> {
-    match b {
-        b'0'..=b'9' => Some(b - b'0'),
-        b'a'..=b'f' => Some(b - b'a' + 10),
-        b'A'..=b'F' => Some(b - b'A' + 10),
-        _ => None,
-    }
-}
-
-/// Encrypts `plaintext` into `enc:<base64 IV>:<base64 ciphertext+tag>` (AU-10, AU-12). The
+/// Encrypts `plaintext` into `enc:<base64 IV>:<base64 ciphertext+tag>`. The
 /// caller supplies a fresh random 12-byte IV: the core has no randomness, and reusing an IV
 /// with the same key breaks AES-GCM.
 pub fn encrypt_value(plaintext: &str, key: &CredentialKey, iv: [u8; 12]) -> String {
@@ -131,7 +125,7 @@ pub fn encrypt_value(plaintext: &str, key: &CredentialKey, iv: [u8; 12]) -> Stri
     format!("{ENC_PREFIX}{}:{}", B64.encode(iv), B64.encode(sealed))
 }
 
-/// Decrypts an `enc:` value; any other value is returned unchanged (AU-10). Fails closed: an
+/// Decrypts an `enc:` value; any other value is returned unchanged. Fails closed: an
 /// `enc:` value without a key, with a malformed layout, with the wrong key or a tampered
 /// ciphertext is an error, never the ciphertext.
 pub fn decrypt_value(value: &str, key: Option<&CredentialKey>) -> Result<String, CredentialError> {
@@ -233,7 +227,7 @@ pub enum Problem {
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum AuthError {
     /// The card requires authentication and no requirement is satisfied by the credentials,
-    /// and no AuthProvider is configured: the send is blocked (ER-12).
+    /// and no AuthProvider is configured: the send is blocked.
     #[error(
         "agent {agent:?} requires authentication ({required}) and no credentials match; refusing to send unauthenticated"
     )]
@@ -258,7 +252,7 @@ pub enum AuthError {
         declared: &'static str,
     },
     /// The built-in headers and the AuthProvider's (or two schemes) set one header to
-    /// different values (AU-2).
+    /// different values.
     #[error("conflicting values for header {header:?}")]
     HeaderConflict {
         /// The header name.
@@ -272,7 +266,7 @@ pub enum AuthError {
     },
 }
 
-/// Why a login failed (AU-6). Messages never contain the response body.
+/// Why a login failed. Messages never contain the response body.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum LoginError {
     /// The login endpoint answered non-2xx.
@@ -322,7 +316,7 @@ pub struct AgentCredentials {
 /// Delivery keys: `auth_header`, `auth_header_prefix` (default `""`), `accept_header`.
 #[derive(Debug, Clone, PartialEq)]
 pub enum SchemeCredential {
-    /// Log in to get a token (AU-6).
+    /// Log in to get a token.
     Login(LoginConfig),
     /// A static bearer-like token.
     Token {
@@ -349,7 +343,7 @@ pub enum SchemeCredential {
     },
 }
 
-/// How a token is sent (AU-8).
+/// How a token is sent.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct Delivery {
     /// Custom header name: `<auth_header>: <prefix><token>`. Absent: `Authorization: Bearer
@@ -361,7 +355,7 @@ pub struct Delivery {
     pub accept_header: Option<String>,
 }
 
-/// A login-based credential (AU-5, AU-6). Its `Debug` shows field names only and a redacted
+/// A login-based credential. Its `Debug` shows field names only and a redacted
 /// URL.
 #[derive(Clone, PartialEq)]
 pub struct LoginConfig {
@@ -394,7 +388,7 @@ pub struct LoginConfig {
 impl std::fmt::Debug for LoginConfig {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("LoginConfig")
-            .field("login_url", &crate::protolog::redact_url(&self.login_url))
+            .field("login_url", &crate::redact::redact_url(&self.login_url))
             .field("method", &self.method)
             .field("content_type", &self.content_type)
             .field(
@@ -637,7 +631,7 @@ fn parse_scheme(r: &Reader<'_>) -> Result<SchemeCredential, CredentialError> {
 /// What else can authenticate a request besides the credentials file.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct AuthContext {
-    /// An AuthProvider is configured: it may be the only auth source (AU-1), so unmatched
+    /// An AuthProvider is configured: it may be the only auth source, so unmatched
     /// requirements do not block the send.
     pub provider_configured: bool,
     /// The transport presents a TLS client certificate: `mtlsSecurityScheme` is satisfied.
@@ -741,7 +735,7 @@ pub enum SchemeStep {
     ClientCertificate,
 }
 
-/// The built-in authentication of one request (AU-4, AU-8).
+/// The built-in authentication of one request.
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct AuthPlan {
     /// The index of the chosen entry of `securityRequirements`; `None` when built-in auth is
@@ -751,7 +745,7 @@ pub struct AuthPlan {
     pub steps: Vec<(String, SchemeStep)>,
 }
 
-/// A login to carry out before the request (AU-6).
+/// A login to carry out before the request.
 #[derive(Debug, Clone, PartialEq)]
 pub struct PendingLogin {
     /// The scheme name (the cache key is (agent, scheme)).
@@ -953,14 +947,14 @@ fn plan_scheme(
     }
 }
 
-/// Chooses the built-in authentication for a request to `card` (AU-4, AU-8, a2a-wire §5.1).
+/// Chooses the built-in authentication for a request to `card` (a2a-wire §5.1).
 ///
 /// * No `securityRequirements` (absent or `[]`): built-in auth is off, the plan is empty.
 /// * Otherwise the requirements are walked in order; the first one whose schemes **all** have
 ///   a credential (or are `mtlsSecurityScheme` with `ctx.client_certificate`) is used. An empty
 ///   requirement `{}` means anonymous access is allowed and yields an empty plan.
-/// * None satisfied: an empty plan when an AuthProvider is configured (AU-1), else
-///   [`AuthError::NoUsableCredentials`] (ER-12: never send unauthenticated).
+/// * None satisfied: an empty plan when an AuthProvider is configured, else
+///   [`AuthError::NoUsableCredentials`] (never send unauthenticated).
 ///
 /// A credential that cannot serve its declared scheme (e.g. `api_key` for a bearer scheme) is
 /// an error rather than a silent skip.
@@ -1027,8 +1021,7 @@ pub fn plan_auth(
 // Login (AU-6)
 // ------------------------------------------------------------------------------------------
 
-/// A login HTTP request (AU-6). Send it with the transport's TLS policy and a 30 s timeout
-/// (AU-15, CF-16).
+/// A login HTTP request. Send it with the transport's TLS policy and a 30 s timeout.
 #[derive(Clone, PartialEq, Eq)]
 pub struct LoginRequest {
     /// HTTP method.
@@ -1048,22 +1041,14 @@ impl std::fmt::Debug for LoginRequest {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("LoginRequest")
             .field("method", &self.method)
-            .field("url", &crate::protolog::redact_url(&self.url))
+            .field("url", &crate::redact::redact_url(&self.url))
             .field("content_type", &self.content_type)
             .field("body", &format_args!("<{} bytes>", self.body.len()))
             .finish()
     }
 }
 
-/// Whether `content_type` is `application/x-www-form-urlencoded` (parameters ignored).
-pub fn is_form_content_type(content_type: &str) -> bool {
-    content_type.split(';').next().is_some_and(|m| {
-        m.trim()
-            .eq_ignore_ascii_case("application/x-www-form-urlencoded")
-    })
-}
-
-/// Builds the login request of `config` (AU-6): `request_fields` (or `username`/`password`
+/// Builds the login request of `config`: `request_fields` (or `username`/`password`
 /// under their field names when `request_fields` is empty) as a form when the content type is
 /// `application/x-www-form-urlencoded`, as a JSON object otherwise.
 pub fn login_request(config: &LoginConfig) -> LoginRequest {
@@ -1132,10 +1117,10 @@ impl Token {
     }
 }
 
-/// The fallbacks tried after `token_field` (AU-6).
+/// The fallbacks tried after `token_field`.
 pub const TOKEN_FALLBACKS: [&str; 4] = ["accessSession", "access_session", "access_token", "token"];
 
-/// Reads the token of a login response (AU-6): non-2xx is an error; the token is the non-empty
+/// Reads the token of a login response: non-2xx is an error; the token is the non-empty
 /// string at the dotted `token_field` path, else at `accessSession`, `access_session`,
 /// `access_token`, `token` (top level).
 pub fn parse_login_response(
@@ -1199,7 +1184,7 @@ struct Entry {
 }
 
 /// Tokens per (agent, scheme) with their expiry, and a "login running" flag so that one key
-/// never has two concurrent logins (AU-7). Time is epoch seconds passed by the caller.
+/// never has two concurrent logins. Time is epoch seconds passed by the caller.
 #[derive(Debug, Clone, Default)]
 pub struct TokenCache {
     entries: BTreeMap<(String, String), Entry>,
@@ -1276,7 +1261,7 @@ impl TokenCache {
 // Merging and applying (AU-2)
 // ------------------------------------------------------------------------------------------
 
-/// Merges built-in auth headers with an AuthProvider's (AU-2). The same header name (any case)
+/// Merges built-in auth headers with an AuthProvider's. The same header name (any case)
 /// with the same value is kept once; with different values it is
 /// [`AuthError::HeaderConflict`].
 pub fn merge_headers(
@@ -1298,7 +1283,7 @@ pub fn merge_headers(
     Ok(out)
 }
 
-/// Puts `material` and the AuthProvider's `provider_headers` on `req` (AU-2): the headers are
+/// Puts `material` and the AuthProvider's `provider_headers` on `req`: the headers are
 /// merged with [`merge_headers`] and replace same-named request headers (e.g. `Accept`), query
 /// parameters are URL-encoded and appended with `?` or `&` (before any `#fragment`), cookies
 /// join an existing `Cookie` header with `; `.
@@ -1336,8 +1321,8 @@ pub fn apply(
 /// Masks, in `sent` (a request after [`apply`]), every value that authentication put there, for
 /// the protocol log: the headers of `material` and of the AuthProvider (`Accept` excepted),
 /// whatever their names, and the query parameters of `material` (the URL is rebuilt from
-/// `url_before`, the URL before [`apply`]). Cookies travel in `Cookie`, which PL-3 masks anyway.
-/// Custom header names such as `X-Session` are not on the PL-3 list, so this is what keeps
+/// `url_before`, the URL before [`apply`]). Cookies travel in `Cookie`, which the protocol log masks anyway.
+/// Custom header names such as `X-Session` are not on the protocol log's list of secret names, so this is what keeps
 /// their tokens out of logs.
 pub fn mask_applied(
     sent: &mut HttpRequest,
@@ -1354,7 +1339,7 @@ pub fn mask_applied(
     for name in added {
         for (n, v) in sent.headers.iter_mut() {
             if n.eq_ignore_ascii_case(name) {
-                *v = crate::protolog::MASK.to_owned();
+                *v = crate::redact::MASK.to_owned();
             }
         }
     }
@@ -1366,7 +1351,7 @@ pub fn mask_applied(
         let masked = material
             .query
             .iter()
-            .map(|(n, _)| format!("{}={}", url_encode(n), crate::protolog::MASK))
+            .map(|(n, _)| format!("{}={}", url_encode(n), crate::redact::MASK))
             .collect::<Vec<_>>()
             .join("&");
         let sep = match base.find('?') {
@@ -1376,64 +1361,4 @@ pub fn mask_applied(
         };
         sent.url = format!("{base}{sep}{masked}{fragment}");
     }
-}
-
-/// Appends URL-encoded query parameters to `url`, before any `#fragment`.
-pub fn append_query(url: &str, params: &[(String, String)]) -> String {
-    if params.is_empty() {
-        return url.to_owned();
-    }
-    let (base, fragment) = match url.find('#') {
-        Some(i) => (&url[..i], &url[i..]),
-        None => (url, ""),
-    };
-    let mut out = base.to_owned();
-    for (k, v) in params {
-        if !out.contains('?') {
-            out.push('?');
-        } else if !(out.ends_with('?') || out.ends_with('&')) {
-            out.push('&');
-        }
-        out.push_str(&url_encode(k));
-        out.push('=');
-        out.push_str(&url_encode(v));
-    }
-    out.push_str(fragment);
-    out
-}
-
-/// Percent-encodes everything except the RFC 3986 unreserved characters (valid for query
-/// strings, path segments and form bodies).
-pub fn url_encode(s: &str) -> String {
-    let mut out = String::with_capacity(s.len());
-    for b in s.bytes() {
-        if b.is_ascii_alphanumeric() || matches!(b, b'-' | b'.' | b'_' | b'~') {
-            out.push(b as char);
-        } else {
-            out.push_str(&format!("%{b:02X}"));
-        }
-    }
-    out
-}
-
-/// Decodes `%XX` and `+` (form encoding), lossily.
-pub fn url_decode(s: &str) -> String {
-    let b = s.as_bytes();
-    let mut out = Vec::with_capacity(b.len());
-    let mut i = 0;
-    while i < b.len() {
-        match b[i] {
-            b'+' => out.push(b' '),
-            b'%' if i + 2 < b.len() => match (hex_digit(b[i + 1]), hex_digit(b[i + 2])) {
-                (Some(h), Some(l)) => {
-                    out.push((h << 4) | l);
-                    i += 2;
-                }
-                _ => out.push(b'%'),
-            },
-            c => out.push(c),
-        }
-        i += 1;
-    }
-    String::from_utf8_lossy(&out).into_owned()
 }

@@ -1,23 +1,24 @@
-//! Discovery helpers without I/O (features.md §1.18 DS): request builders and response parsers
-//! for a card registry ([`RegistryClient`]) and a PSOP workflow store ([`PsopClient`]).
+//! Discovery helpers without I/O: request builders and response parsers
+//! for a card registry ([`RegistryRequests`]) and a PSOP workflow store ([`PsopRequests`]).
 //!
-//! Timing, caching, TLS (DS-2, DS-10: `sslVerify=false` for that connection only), the 30 s
-//! deadlines and redirects belong to the runtime that sends the [`DiscoveryRequest`]s (DS-1).
+//! Timing, caching, TLS (`sslVerify=false` for that connection only), the 30 s
+//! deadlines and redirects belong to the runtime that sends the [`DiscoveryRequest`]s.
 //! Every request carries a [`DiscoveryRequest::log_url`] in which the access token reads
-//! `<anonymous>` (DS-9): log that one, send [`DiscoveryRequest::url`].
+//! `<anonymous>`: log that one, send [`DiscoveryRequest::url`].
 
 use crate::a2a::HttpMethod;
 use crate::a2a::card::{AgentCard, CardError};
-use crate::auth::{Secret, append_query, url_encode};
+use crate::auth::Secret;
+use crate::urlenc::{append_query, url_encode};
+
+pub use crate::redact::ANONYMOUS;
 use crate::workflow::{ValidatedWorkflow, WorkflowError, parse_and_validate};
 use serde_json::{Value, json};
 
-/// The registry path under the base URL (DS-3).
+/// The registry path under the base URL.
 pub const REGISTRY_PATH: &str = "/rest/v1/registry-center/agent-cards";
-/// The default number of search results (DS-7, CF-14).
+/// The default number of search results.
 pub const DEFAULT_TOP_N: u32 = 5;
-/// What an access token reads in logged URLs (DS-9).
-pub const ANONYMOUS: &str = "<anonymous>";
 
 /// A discovery HTTP request to send.
 #[derive(Clone, PartialEq, Eq)]
@@ -47,7 +48,7 @@ impl std::fmt::Debug for DiscoveryRequest {
 
 /// Why a discovery response cannot be used.
 #[derive(Debug, thiserror::Error)]
-pub enum DiscoveryError {
+pub enum DiscoveryResponseError {
     /// Not HTTP 200.
     #[error("discovery request failed with HTTP {status}")]
     Status {
@@ -73,13 +74,13 @@ pub enum DiscoveryError {
     Workflow(#[from] WorkflowError),
 }
 
-/// Strips trailing `/` from a base URL (DS-2).
+/// Strips trailing `/` from a base URL.
 pub fn base_url(url: &str) -> String {
     url.trim().trim_end_matches('/').to_owned()
 }
 
 /// Appends `access_token=<token>` to `url` when a token is given, returning the URL to send and
-/// the URL to log (`access_token=<anonymous>`) (DS-9).
+/// the URL to log (`access_token=<anonymous>`).
 pub fn with_access_token(url: &str, token: Option<&Secret>) -> (String, String) {
     match token {
         None => (url.to_owned(), url.to_owned()),
@@ -92,7 +93,7 @@ pub fn with_access_token(url: &str, token: Option<&Secret>) -> (String, String) 
 }
 
 /// The logged form of a discovery URL, e.g. one taken from a redirect: an `access_token`
-/// query value reads `<anonymous>` (DS-9) and every other secret is masked as everywhere else.
+/// query value reads `<anonymous>` and every other secret is masked as everywhere else.
 pub fn log_url(url: &str) -> String {
     let (before_frag, frag) = url.split_at(url.find('#').unwrap_or(url.len()));
     let with_placeholder = match before_frag.split_once('?') {
@@ -109,7 +110,7 @@ pub fn log_url(url: &str) -> String {
             format!("{base}?{query}{frag}")
         }
     };
-    crate::protolog::redact_url(&with_placeholder)
+    crate::redact::redact_url(&with_placeholder)
 }
 
 fn get(url: String, log_url: String) -> DiscoveryRequest {
@@ -135,24 +136,24 @@ fn post(url: String, log_url: String, body: &Value) -> DiscoveryRequest {
     }
 }
 
-fn json_200(status: u16, body: &[u8]) -> Result<Value, DiscoveryError> {
+fn json_200(status: u16, body: &[u8]) -> Result<Value, DiscoveryResponseError> {
     if status != 200 {
-        return Err(DiscoveryError::Status { status });
+        return Err(DiscoveryResponseError::Status { status });
     }
-    serde_json::from_slice(body).map_err(|e| DiscoveryError::NotJson(e.to_string()))
+    serde_json::from_slice(body).map_err(|e| DiscoveryResponseError::NotJson(e.to_string()))
 }
 
 // ------------------------------------------------------------------------------------------
 // Registry (DS-2..DS-5)
 // ------------------------------------------------------------------------------------------
 
-/// A card registry at a base URL (DS-2).
+/// A card registry at a base URL.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct RegistryClient {
+pub struct RegistryRequests {
     base: String,
 }
 
-/// The outcome of a registration (DS-5).
+/// The outcome of a registration.
 #[derive(Debug, Clone, PartialEq)]
 pub struct RegisterOutcome {
     /// HTTP 200 or 201.
@@ -163,10 +164,10 @@ pub struct RegisterOutcome {
     pub body: Value,
 }
 
-impl RegistryClient {
+impl RegistryRequests {
     /// A client for the registry at `url` (trailing `/` stripped).
-    pub fn new(url: &str) -> RegistryClient {
-        RegistryClient {
+    pub fn new(url: &str) -> RegistryRequests {
+        RegistryRequests {
             base: base_url(url),
         }
     }
@@ -180,12 +181,12 @@ impl RegistryClient {
         format!("{}{REGISTRY_PATH}", self.base)
     }
 
-    /// `GET {url}/rest/v1/registry-center/agent-cards` (DS-3).
+    /// `GET {url}/rest/v1/registry-center/agent-cards`.
     pub fn fetch_all_request(&self) -> DiscoveryRequest {
         get(self.endpoint(), self.endpoint())
     }
 
-    /// The same path with query `name` and, when given, `organization` (DS-4).
+    /// The same path with query `name` and, when given, `organization`.
     pub fn fetch_by_name_request(
         &self,
         name: &str,
@@ -199,7 +200,7 @@ impl RegistryClient {
         get(url.clone(), url)
     }
 
-    /// POST on the same path with body `{"agentCards":[card]}` (DS-5). Pass
+    /// POST on the same path with body `{"agentCards":[card]}`. Pass
     /// [`AgentCard::to_json`] or the card JSON as the host has it.
     pub fn register_request(&self, card: &Value) -> DiscoveryRequest {
         post(
@@ -209,38 +210,45 @@ impl RegistryClient {
         )
     }
 
-    /// Reads the cards of a fetch (DS-3): from `agentCards`, else `data`, else none (a bare
-    /// list is accepted too); each is normalised (features.md §2.3) and parsed. Non-200 is an
+    /// Reads the cards of a fetch: from `agentCards`, else `data`, else none (a bare
+    /// list is accepted too); each is normalised and parsed. Non-200 is an
     /// error, and so is an invalid card (naming its index).
-    pub fn parse_cards(status: u16, body: &[u8]) -> Result<Vec<AgentCard>, DiscoveryError> {
+    pub fn parse_cards(status: u16, body: &[u8]) -> Result<Vec<AgentCard>, DiscoveryResponseError> {
         let v = json_200(status, body)?;
         let list = match &v {
             Value::Array(a) => a.clone(),
             Value::Object(m) => match m.get("agentCards").or_else(|| m.get("data")) {
                 Some(Value::Array(a)) => a.clone(),
                 None | Some(Value::Null) => Vec::new(),
-                Some(_) => return Err(DiscoveryError::Shape("agentCards/data is not a list")),
+                Some(_) => {
+                    return Err(DiscoveryResponseError::Shape(
+                        "agentCards/data is not a list",
+                    ));
+                }
             },
-            _ => return Err(DiscoveryError::Shape("not an object")),
+            _ => return Err(DiscoveryResponseError::Shape("not an object")),
         };
         list.iter()
             .enumerate()
             .map(|(index, c)| {
                 AgentCard::from_json_value(c)
-                    .map_err(|error| DiscoveryError::InvalidCard { index, error })
+                    .map_err(|error| DiscoveryResponseError::InvalidCard { index, error })
             })
             .collect()
     }
 
-    /// The first card of a by-name fetch, or `None` (DS-4).
-    pub fn parse_card(status: u16, body: &[u8]) -> Result<Option<AgentCard>, DiscoveryError> {
-        Ok(RegistryClient::parse_cards(status, body)?
+    /// The first card of a by-name fetch, or `None`.
+    pub fn parse_card(
+        status: u16,
+        body: &[u8],
+    ) -> Result<Option<AgentCard>, DiscoveryResponseError> {
+        Ok(RegistryRequests::parse_cards(status, body)?
             .into_iter()
             .next())
     }
 
     /// The outcome of a registration: 200/201 is success; the parsed body is returned either
-    /// way (DS-5). The runtime logs a failure.
+    /// way. The runtime logs a failure.
     pub fn parse_register(status: u16, body: &[u8]) -> RegisterOutcome {
         RegisterOutcome {
             success: status == 200 || status == 201,
@@ -254,14 +262,14 @@ impl RegistryClient {
 // PSOP store (DS-6..DS-8)
 // ------------------------------------------------------------------------------------------
 
-/// A PSOP workflow store at a base URL, with an optional access token (DS-6, DS-7).
+/// A PSOP workflow store at a base URL, with an optional access token.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct PsopClient {
+pub struct PsopRequests {
     base: String,
     access_token: Option<Secret>,
 }
 
-/// One search hit (DS-8). Load the full workflow with [`PsopClient::load_request`] and its
+/// One search hit. Load the full workflow with [`PsopRequests::load_request`] and its
 /// `workflow_id`.
 #[derive(Debug, Clone, PartialEq)]
 pub struct WorkflowSearchResult {
@@ -297,13 +305,13 @@ fn stringify(v: Option<&Value>) -> Option<String> {
 
 impl WorkflowSearchResult {
     /// Reads one entry of `data[]`.
-    pub fn from_json(v: &Value) -> Result<WorkflowSearchResult, DiscoveryError> {
-        let m = v
-            .as_object()
-            .ok_or(DiscoveryError::Shape("a search result is not an object"))?;
+    pub fn from_json(v: &Value) -> Result<WorkflowSearchResult, DiscoveryResponseError> {
+        let m = v.as_object().ok_or(DiscoveryResponseError::Shape(
+            "a search result is not an object",
+        ))?;
         let workflow_id = stringify(m.get("workflow_id"))
             .or_else(|| stringify(m.get("id")))
-            .ok_or(DiscoveryError::Shape(
+            .ok_or(DiscoveryResponseError::Shape(
                 "a search result has no workflow_id/id",
             ))?;
         let tags = match m.get("tags") {
@@ -326,16 +334,16 @@ impl WorkflowSearchResult {
     }
 }
 
-impl PsopClient {
+impl PsopRequests {
     /// A client for the store at `base` (trailing `/` stripped).
-    pub fn new(base: &str, access_token: Option<Secret>) -> PsopClient {
-        PsopClient {
+    pub fn new(base: &str, access_token: Option<Secret>) -> PsopRequests {
+        PsopRequests {
             base: base_url(base),
             access_token,
         }
     }
 
-    /// `GET {base}/api/v1/orchestrate/psop/{psop_id}[?access_token=…]` (DS-6).
+    /// `GET {base}/api/v1/orchestrate/psop/{psop_id}[?access_token=…]`.
     pub fn load_request(&self, psop_id: &str) -> DiscoveryRequest {
         let url = format!(
             "{}/api/v1/orchestrate/psop/{}",
@@ -347,7 +355,7 @@ impl PsopClient {
     }
 
     /// `POST {base}/api/v1/orchestrate/search[?access_token=…]` with body
-    /// `{"intent": …, "top_n": …}`; `top_n` defaults to 5 (DS-7).
+    /// `{"intent": …, "top_n": …}`; `top_n` defaults to 5.
     pub fn search_request(&self, intent: &str, top_n: Option<u32>) -> DiscoveryRequest {
         let url = format!("{}/api/v1/orchestrate/search", self.base);
         let (wire, log) = with_access_token(&url, self.access_token.as_ref());
@@ -360,7 +368,7 @@ impl PsopClient {
 
     /// The workflow JSON of a load response: non-200 is an error; the body is unwrapped from
     /// `data` when that key is present (a string `data` is taken as workflow JSON text).
-    pub fn load_json(status: u16, body: &[u8]) -> Result<String, DiscoveryError> {
+    pub fn load_json(status: u16, body: &[u8]) -> Result<String, DiscoveryResponseError> {
         let v = json_200(status, body)?;
         Ok(match v {
             Value::Object(mut m) if m.contains_key("data") => match m.remove("data") {
@@ -372,25 +380,28 @@ impl PsopClient {
         })
     }
 
-    /// Parses and validates the workflow of a load response (DS-6, WM-2).
-    pub fn parse_load(status: u16, body: &[u8]) -> Result<ValidatedWorkflow, DiscoveryError> {
-        Ok(parse_and_validate(&PsopClient::load_json(status, body)?)?)
+    /// Parses and validates the workflow of a load response.
+    pub fn parse_load(
+        status: u16,
+        body: &[u8],
+    ) -> Result<ValidatedWorkflow, DiscoveryResponseError> {
+        Ok(parse_and_validate(&PsopRequests::load_json(status, body)?)?)
     }
 
-    /// The summaries of a search response (`data[]`; a bare list is accepted too) (DS-7).
+    /// The summaries of a search response (`data[]`; a bare list is accepted too).
     pub fn parse_search(
         status: u16,
         body: &[u8],
-    ) -> Result<Vec<WorkflowSearchResult>, DiscoveryError> {
+    ) -> Result<Vec<WorkflowSearchResult>, DiscoveryResponseError> {
         let v = json_200(status, body)?;
         let list = match &v {
             Value::Array(a) => a,
             Value::Object(m) => match m.get("data") {
                 Some(Value::Array(a)) => a,
                 None | Some(Value::Null) => return Ok(Vec::new()),
-                Some(_) => return Err(DiscoveryError::Shape("data is not a list")),
+                Some(_) => return Err(DiscoveryResponseError::Shape("data is not a list")),
             },
-            _ => return Err(DiscoveryError::Shape("not an object")),
+            _ => return Err(DiscoveryResponseError::Shape("not an object")),
         };
         list.iter().map(WorkflowSearchResult::from_json).collect()
     }

@@ -39,7 +39,7 @@ impl ControlPoint for Defaults {}
 static DEFAULTS: Defaults = Defaults;
 
 /// Builds a [`BuiltControlPoint`] from async closures: register only the callbacks a host needs
-/// (CP-6); the others keep the trait's fail-fast defaults (CP-5).
+///; the others keep the trait's fail-fast defaults.
 ///
 /// ```
 /// use a2at_core::driver_support::ControlPointBuilder;
@@ -208,7 +208,7 @@ impl<F: Future> Future for CatchUnwind<F> {
     }
 }
 
-/// One event as the host sees it: `{type, data, timestamp}` (LC-4).
+/// One event as the host sees it: `{type, data, timestamp}`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct EventEnvelope {
     /// The stable event type (`start`, `step_start`, …, `close`).

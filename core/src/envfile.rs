@@ -1,6 +1,5 @@
-//! `.env` file parsing (AU-13), without reading files or the environment: the runtime reads the
-//! file and decides what the values are used for (the engine never loads `.env` implicitly,
-//! AU-11).
+//! `.env` file parsing, without reading files or the environment: the runtime reads the
+//! file and decides what the values are used for (the engine never loads `.env` implicitly).
 
 /// The `NAME=value` entries of a `.env` text, in file order: blank lines and lines starting
 /// with `#` are skipped, each line is split on its first `=`, name and value are trimmed, and

@@ -1,4 +1,4 @@
-//! Events of a run: stable type strings with JSON payloads (EV-1..EV-18).
+//! Events of a run: stable type strings with JSON payloads.
 //!
 //! Typical order: `start`; per step `step_start`; per subtask `task_request`,
 //! `task_status_changed{running}`, `agent_request`, `agent_*` traffic, `[negotiation_*]`,

@@ -83,7 +83,7 @@ impl MessageContent {
         self.extensions.iter().any(|e| e == uri)
     }
 
-    /// Checks the shape rules the engine enforces before sending (TT-3).
+    /// Checks the shape rules the engine enforces before sending.
     pub fn validate(&self) -> Result<(), ContentError> {
         if self.parts.is_empty() {
             return Err(ContentError::NoParts);
@@ -106,7 +106,7 @@ impl MessageContent {
     }
 }
 
-/// Everything the host needs to produce the content of one task (CX-1, CX-2).
+/// Everything the host needs to produce the content of one task.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct TaskRequest {
     /// The run's execution id.
@@ -131,7 +131,7 @@ pub struct TaskRequest {
     pub workflow_input: WorkflowInput,
 }
 
-/// The run-level input and the upstream window selected by `context_from` (CX-3, CX-9).
+/// The run-level input and the upstream window selected by `context_from`.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct WorkflowInput {
     /// The runtime intent the host started the run with.
@@ -172,9 +172,9 @@ impl TaskStatus {
     }
 }
 
-/// The complete, typed result of one subtask (CX-3, DG-11).
+/// The complete, typed result of one subtask.
 ///
-/// Failures are in `error`, `error_code` and `error_details`, never in `outputs` (ER-10).
+/// Failures are in `error`, `error_code` and `error_details`, never in `outputs`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct TaskExecutionResult {
     /// The step the subtask belongs to.
@@ -191,9 +191,9 @@ pub struct TaskExecutionResult {
     pub task_description: String,
     /// Success, failure or cancellation.
     pub status: TaskStatus,
-    /// Convenience outputs: text and data from the result, in order, never flattened (CX-5).
+    /// Convenience outputs: text and data from the result, in order, never flattened.
     pub outputs: Vec<Value>,
-    /// The complete remote evidence, metadata kept per level (CX-4, CX-8). Empty for local results.
+    /// The complete remote evidence, metadata kept per level. Empty for local results.
     pub received_messages: Vec<ReceivedMessage>,
     /// Human-readable failure message.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -212,7 +212,7 @@ pub struct TaskExecutionResult {
     pub context_id: Option<String>,
 }
 
-/// The local result of an `on_self_task` call (SP-5).
+/// The local result of an `on_self_task` call.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "kind", rename_all = "snake_case")]
 pub enum TaskResult {
@@ -245,7 +245,7 @@ impl TaskResult {
     }
 }
 
-/// The question asked for one conditional edge (RT-4).
+/// The question asked for one conditional edge.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct RouteRequest {
     /// The run's execution id.
@@ -299,7 +299,7 @@ pub struct Exchange {
     pub reply: MessageContent,
 }
 
-/// A valid Negotiation-T Propose reached the host (NG-11).
+/// A valid Negotiation-T Propose reached the host.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct NegotiationRequest {
     /// The original task request.
@@ -316,7 +316,7 @@ pub struct NegotiationRequest {
 
 impl NegotiationRequest {
     /// The received negotiation context, read across the message, task and artifact metadata
-    /// layers (NG-8). The engine only delivers requests whose context is a valid Propose.
+    /// layers. The engine only delivers requests whose context is a valid Propose.
     pub fn context(&self) -> Result<NegotiationContext, NegotiationContextError> {
         a2at::context_of(&self.received)?.ok_or(NegotiationContextError::Absent)
     }
@@ -410,7 +410,7 @@ pub struct HostError {
 }
 
 impl HostError {
-    /// A business failure with the host's own code (CP-11).
+    /// A business failure with the host's own code.
     pub fn business(code: impl Into<String>, message: impl Into<String>) -> Self {
         HostError {
             code: code.into(),
@@ -419,7 +419,7 @@ impl HostError {
         }
     }
 
-    /// The host registered no handler for `callback` (CP-5).
+    /// The host registered no handler for `callback`.
     pub fn missing_handler(callback: &str) -> Self {
         HostError {
             code: codes::HOST_HANDLER_MISSING.into(),
@@ -567,37 +567,37 @@ pub mod codes {
     pub const REMOTE_TASK_REJECTED: &str = "remote.task_rejected";
     /// The exchange failed at the transport level (connect, TLS, I/O) or the agent never answered.
     pub const REMOTE_NO_RESPONSE: &str = "remote.no_response";
-    /// The remote task or context identity changed between replies (TT-14).
+    /// The remote task or context identity changed between replies.
     pub const REMOTE_IDENTITY_CHANGED: &str = "remote.identity_changed";
     /// A non-final state the engine cannot continue (AUTH_REQUIRED, INPUT_REQUIRED without a Propose).
     pub const UNSUPPORTED_TASK_STATE: &str = "a2a.unsupported_task_state";
-    /// A stream closed before any A2A event, or carried no payload (ER-7).
+    /// A stream closed before any A2A event, or carried no payload.
     pub const EMPTY_STREAM: &str = "a2a.empty_stream";
-    /// The task's budget (content, send, wait and negotiation) expired (TO-2).
+    /// The task's budget (content, send, wait and negotiation) expired.
     pub const TIMEOUT: &str = "workflow.timeout";
     /// The run was cancelled, or ANY_SUCCESS picked a peer.
     pub const CANCELLED: &str = "workflow.cancelled";
     /// A host callback failed without a business code.
     pub const EXECUTION_FAILED: &str = "workflow.execution_failed";
-    /// A step failed; the run stops scheduling (DG-7).
+    /// A step failed; the run stops scheduling.
     pub const STEP_FAILED: &str = "workflow.step_failed";
-    /// An `on_route` call failed, timed out or was missing (RT-8).
+    /// An `on_route` call failed, timed out or was missing.
     pub const ROUTE_FAILED: &str = "workflow.route_failed";
-    /// Steps can never become ready (DG-5); unreachable for a validated DAG, kept as a guard.
+    /// Steps can never become ready; unreachable for a validated DAG, kept as a guard.
     pub const DEADLOCK: &str = "workflow.deadlock";
-    /// A subtask names an agent without a card (TT-11).
+    /// A subtask names an agent without a card.
     pub const AGENT_NOT_FOUND: &str = "workflow.agent_not_found";
     /// The host's content cannot be sent (no parts, blank extension, Task-T inconsistency, a
     /// required extension not activated).
     pub const INVALID_CONTENT: &str = "workflow.invalid_content";
-    /// The host registered no handler for a callback that was needed (CP-5).
+    /// The host registered no handler for a callback that was needed.
     pub const HOST_HANDLER_MISSING: &str = "host.handler_missing";
     /// A host callback panicked.
     pub const HOST_CALLBACK_PANICKED: &str = "host.callback_panicked";
-    /// The local negotiation exchange budget was exhausted (NG-17).
+    /// The local negotiation exchange budget was exhausted.
     pub const NEGOTIATION_BUDGET_EXHAUSTED: &str = "negotiation.budget_exhausted";
-    /// A Propose or its reply broke a Negotiation-T rule (NG-8..NG-12).
+    /// A Propose or its reply broke a Negotiation-T rule.
     pub const NEGOTIATION_INVALID: &str = "negotiation.invalid";
-    /// The host sent an Abort; never a task success (NG-20).
+    /// The host sent an Abort; never a task success.
     pub const NEGOTIATION_ABORTED: &str = "negotiation.aborted";
 }

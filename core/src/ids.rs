@@ -105,7 +105,7 @@ impl IdGenerator {
     }
 }
 
-/// Name-based UUID (version 8 layout, FNV-1a based) for stable logical task ids (DG-9).
+/// Name-based UUID (version 8 layout, FNV-1a based) for stable logical task ids.
 ///
 /// The same `(execution id, step name, subtask index)` always gives the same id within and across
 /// runs, which is what the host needs to correlate its own records; it is not a remote A2A id.

@@ -3,8 +3,8 @@
 //! The pure, synchronous heart of the a2at A2A-T workflow engine. It holds every rule of the
 //! engine (DAG traversal, step policies, per-edge routing, the upstream context window, the A2A
 //! protocol codecs, Negotiation-T correlation) as state machines that take inputs and produce
-//! outputs. The runtime crates (`a2at-tokio`, `a2at-smol`) carry out the outputs and feed the
-//! results back in.
+//! outputs. The driver (`a2at-driver`, run by the adapters `a2at-tokio` and `a2at-smol`) carries
+//! out the outputs and feeds the results back in.
 //!
 //! ## What the core does not do
 //!
@@ -90,11 +90,11 @@
 //! | `remote.problem.<status>` | task | an RFC 9457 problem-details body |
 //! | `a2a.invalid_agent_response` | task | bytes that are not a valid A2A response (bad JSON, wrong shape, wrong JSON-RPC id) |
 //! | `a2a.event_too_large` / `a2a.body_too_large` | task | an SSE event or a unary body over [`DecodeLimits`](a2a::DecodeLimits) |
-//! | `a2a.empty_stream` | task | a stream closed before any A2A event (ER-7), or ended with no state |
+//! | `a2a.empty_stream` | task | a stream closed before any A2A event, or ended with no state |
 //! | `a2a.unsupported_task_state` | task | `AUTH_REQUIRED`/unknown states, or `INPUT_REQUIRED` without a valid Propose or without Negotiation-T activated |
 //! | `remote.task_failed` / `remote.task_canceled` / `remote.task_rejected` | task | the remote task ended FAILED / CANCELED / REJECTED (its evidence is kept) |
 //! | `remote.no_response` | task | transport failure: connect, TLS, I/O, authentication headers |
-//! | `remote.identity_changed` | task | the remote task id or context id changed between replies (TT-14) |
+//! | `remote.identity_changed` | task | the remote task id or context id changed between replies |
 //! | `workflow.timeout` | task | the task's budget (content, send, waiting, negotiation) or a self-task's callback budget expired |
 //! | `workflow.cancelled` | task, run | the run was cancelled, or an ANY_SUCCESS peer won |
 //! | `workflow.agent_not_found` | task | no card for the subtask's agent |
@@ -127,12 +127,14 @@ pub mod ids;
 pub mod io;
 mod machine;
 pub mod protolog;
+pub mod redact;
 mod remote;
 pub mod result;
 pub mod retry;
 pub mod run;
 pub mod time;
 pub mod trace;
+mod urlenc;
 pub mod workflow;
 
 pub use event::{Event, EventSelection, EventType};

@@ -15,7 +15,7 @@ use crate::time::Timestamp;
 /// id, so timer expiry is deterministic.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 pub(crate) enum TimerKey {
-    /// The single budget of one task activation (TO-2) or one self-task call.
+    /// The single budget of one task activation or one self-task call.
     TaskDeadline(TaskKey),
     /// Next `GetTask` observation of a waiting remote task.
     Poll(TaskKey),
@@ -49,7 +49,7 @@ pub(crate) struct OpEntry {
     /// Log correlation of the owner, reused by cleanup exchanges.
     pub correlation: Correlation,
     /// The owner gave up on this send before learning the remote task id: the exchange is only
-    /// read to find a task to cancel (TO-3, a task id that arrives after the timeout).
+    /// read to find a task to cancel (a task id that arrives after the timeout).
     pub orphan: bool,
 }
 

@@ -1,8 +1,8 @@
-//! Protocol log entries with mandatory redaction (features.md §1.17 PL).
+//! Protocol log entries with mandatory redaction.
 //!
 //! Every function here returns a `String` that a runtime hands to `tracing` at DEBUG under
 //! [`TARGET`]; the runtime formats entries only when that level is enabled and drops an entry
-//! it cannot produce rather than affect delivery (PL-6). Redaction cannot be turned off:
+//! it cannot produce rather than affect delivery. Redaction cannot be turned off:
 //!
 //! * header names and JSON keys containing `authorization`, `cookie`, `token`, `secret` or
 //!   `password` (any case), or equal to `pwd`, `passwd`, `accesssession`, `x-api-key`,
@@ -19,27 +19,31 @@
 //!
 //! Bodies are capped at [`LogConfig::max_body_chars`] characters (default 100 000, minimum
 //! 256) after redaction, labelled `body truncated`; binary bodies are omitted. Pretty display
-//! (PL-8) reindents valid JSON without changing its tokens: escaped newlines stay escaped and
+//! reindents valid JSON without changing its tokens: escaped newlines stay escaped and
 //! invalid JSON stays raw.
 //!
-//! Correlation fields (PL-7) come from [`HttpRequest::correlation`] and are local log fields,
+//! Correlation fields come from [`HttpRequest::correlation`] and are local log fields,
 //! never wire metadata.
 
-use crate::a2a::error::{REDACTED, redact_str};
-use crate::auth::{LoginRequest, is_form_content_type, url_decode};
+use crate::auth::LoginRequest;
 use crate::io::{Correlation, HttpRequest, OpPurpose};
+use crate::redact::{is_ws, redact_json_with, string_end};
+use crate::urlenc::is_form_content_type;
 use std::fmt::Write as _;
+
+pub use crate::redact::{
+    MASK, is_secret_form_name, is_secret_name, mask_credentials, redact_form, redact_header,
+    redact_json_text, redact_url,
+};
 
 /// The `tracing` target of protocol entries.
 pub const TARGET: &str = "a2at::protocol";
-/// The replacement of secret values.
-pub const MASK: &str = "***";
-/// The smallest body cap (PL-4).
+/// The smallest body cap.
 pub const MIN_BODY_CHARS: usize = 256;
-/// The default body cap (PL-4, CF-17).
+/// The default body cap.
 pub const DEFAULT_BODY_CHARS: usize = 100_000;
 
-/// Protocol log knobs (PL-4). Redaction is not a knob.
+/// Protocol log knobs. Redaction is not a knob.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct LogConfig {
     /// Include bodies (default true); off, entries say `body=disabled`.
@@ -60,14 +64,14 @@ impl Default for LogConfig {
     }
 }
 
-/// The environment variable of [`LogConfig::include_body`] (PL-4).
+/// The environment variable of [`LogConfig::include_body`].
 pub const ENV_INCLUDE_BODY: &str = "WORKFLOW_ENGINE_PROTOCOL_INCLUDE_BODY";
-/// The environment variable of [`LogConfig::max_body_chars`] (PL-4).
+/// The environment variable of [`LogConfig::max_body_chars`].
 pub const ENV_MAX_BODY_CHARS: &str = "WORKFLOW_ENGINE_PROTOCOL_MAX_BODY_CHARS";
-/// The environment variable of [`LogConfig::pretty`] (PL-4).
+/// The environment variable of [`LogConfig::pretty`].
 pub const ENV_PRETTY: &str = "WORKFLOW_ENGINE_PROTOCOL_PRETTY";
 
-/// A protocol log knob with a value that cannot be read (PL-4).
+/// A protocol log knob with a value that cannot be read.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("{name}={value:?} is not {expected}")]
 pub struct LogConfigError {
@@ -125,262 +129,6 @@ impl LogConfig {
 }
 
 // ------------------------------------------------------------------------------------------
-// Redaction
-// ------------------------------------------------------------------------------------------
-
-const SECRET_PARTS: [&str; 5] = ["authorization", "cookie", "token", "secret", "password"];
-const SECRET_EXACT: [&str; 6] = [
-    "pwd",
-    "passwd",
-    "accesssession",
-    "x-api-key",
-    "api-key",
-    "apikey",
-];
-
-/// Whether a header name or JSON key names a secret (PL-3). URI-shaped names (with `://`) are
-/// never secret.
-pub fn is_secret_name(name: &str) -> bool {
-    if name.contains("://") {
-        return false;
-    }
-    let n = name.trim().to_ascii_lowercase();
-    SECRET_PARTS.iter().any(|p| n.contains(p)) || SECRET_EXACT.contains(&n.as_str())
-}
-
-/// Whether a form or query parameter name is secret (PL-3 form rules plus [`is_secret_name`]).
-pub fn is_secret_form_name(name: &str) -> bool {
-    let n = name.trim().to_ascii_lowercase();
-    is_secret_name(&n)
-        || matches!(
-            n.as_str(),
-            "password" | "passwd" | "pwd" | "accesssession" | "api-key" | "api_key" | "apikey"
-        )
-        || n.ends_with("token")
-        || n.ends_with("secret")
-}
-
-/// Masks `Bearer …` / `Basic …` credentials and the values of secret `name=value` pairs
-/// (e.g. `token=…` in a query string or an unlabelled form body) in free text.
-pub fn mask_credentials(s: &str) -> String {
-    let r = redact_str(s);
-    let r = if r == s { r } else { r.replace(REDACTED, MASK) };
-    if r.contains('=') { mask_pairs(&r) } else { r }
-}
-
-fn mask_pairs(s: &str) -> String {
-    let b = s.as_bytes();
-    let mut out = String::with_capacity(s.len());
-    let (mut last, mut i) = (0, 0);
-    while let Some(p) = s[i..].find('=') {
-        let eq = i + p;
-        let mut st = eq;
-        while st > 0
-            && (b[st - 1].is_ascii_alphanumeric() || matches!(b[st - 1], b'_' | b'-' | b'.' | b'%'))
-        {
-            st -= 1;
-        }
-        let vs = eq + 1;
-        let mut ve = vs;
-        while ve < b.len()
-            && !matches!(b[ve], b'&' | b';' | b',' | b'"' | b'\'' | b'<' | b'>')
-            && !is_ws(b[ve])
-        {
-            ve += 1;
-        }
-        if st < eq && ve > vs && is_secret_form_name(&url_decode(&s[st..eq])) {
-            out.push_str(&s[last..vs]);
-            out.push_str(MASK);
-            last = ve;
-            i = ve;
-        } else {
-            i = vs;
-        }
-    }
-    out.push_str(&s[last..]);
-    out
-}
-
-/// A header value as logged: `***` for a secret name, credentials masked otherwise.
-pub fn redact_header(name: &str, value: &str) -> String {
-    if is_secret_name(name) {
-        MASK.to_owned()
-    } else {
-        mask_credentials(value)
-    }
-}
-
-fn is_ws(b: u8) -> bool {
-    matches!(b, b' ' | b'\t' | b'\n' | b'\r')
-}
-
-/// The index just after the string starting at `b[start] == b'"'`, or `None` if unterminated.
-fn string_end(b: &[u8], start: usize) -> Option<usize> {
-    let mut i = start + 1;
-    while i < b.len() {
-        match b[i] {
-            b'\\' => i += 2,
-            b'"' => return Some(i + 1),
-            _ => i += 1,
-        }
-    }
-    None
-}
-
-/// The index just after the JSON value starting at `start`, or `None` if the text ends first.
-fn value_end(b: &[u8], start: usize) -> Option<usize> {
-    match b.get(start)? {
-        b'"' => string_end(b, start),
-        b'{' | b'[' => {
-            let mut depth = 0usize;
-            let mut i = start;
-            while i < b.len() {
-                match b[i] {
-                    b'"' => {
-                        i = string_end(b, i)?;
-                        continue;
-                    }
-                    b'{' | b'[' => depth += 1,
-                    b'}' | b']' => {
-                        depth -= 1;
-                        if depth == 0 {
-                            return Some(i + 1);
-                        }
-                    }
-                    _ => {}
-                }
-                i += 1;
-            }
-            None
-        }
-        _ => {
-            let mut i = start;
-            while i < b.len() {
-                if matches!(b[i], b',' | b'}' | b']') || is_ws(b[i]) {
-                    return Some(i);
-                }
-                i += 1;
-            }
-            None
-        }
-    }
-}
-
-/// Redacts JSON wire text without reserialising it (PL-3): values under secret keys become
-/// `"***"` (whole objects and arrays included), strings elsewhere have `Bearer`/`Basic`
-/// credentials masked, and a secret value cut off by the end of the text (a truncated or
-/// streamed body) is masked to the end. Text that is not JSON is scanned the same way.
-pub fn redact_json_text(text: &str) -> String {
-    redact_json_with(text, &|k| is_secret_name(k))
-}
-
-fn redact_json_with(text: &str, secret: &dyn Fn(&str) -> bool) -> String {
-    let b = text.as_bytes();
-    let mut out = String::with_capacity(text.len());
-    let mut i = 0;
-    while i < b.len() {
-        let Some(q) = text[i..].find('"').map(|q| i + q) else {
-            out.push_str(&mask_credentials(&text[i..]));
-            break;
-        };
-        out.push_str(&mask_credentials(&text[i..q]));
-        let Some(e) = string_end(b, q) else {
-            // An unterminated string: its content may be a cut-off secret of unknown key.
-            out.push_str(&mask_credentials(&text[q..]));
-            break;
-        };
-        let raw = &text[q..e];
-        let mut j = e;
-        while j < b.len() && is_ws(b[j]) {
-            j += 1;
-        }
-        if j < b.len() && b[j] == b':' {
-            // A key.
-            let key: String = serde_json::from_str(raw).unwrap_or_else(|_| raw.to_owned());
-            out.push_str(raw);
-            let mut k = j + 1;
-            while k < b.len() && is_ws(b[k]) {
-                k += 1;
-            }
-            out.push_str(&text[e..k]);
-            if secret(&key) {
-                if k >= b.len() {
-                    break;
-                }
-                match value_end(b, k) {
-                    Some(ve) => {
-                        out.push('"');
-                        out.push_str(MASK);
-                        out.push('"');
-                        i = ve;
-                    }
-                    None => {
-                        // Cut-off secret: mask to the end of the text.
-                        out.push('"');
-                        out.push_str(MASK);
-                        break;
-                    }
-                }
-            } else {
-                i = k;
-            }
-        } else {
-            out.push_str(&mask_credentials(raw));
-            i = e;
-        }
-    }
-    out
-}
-
-/// Redacts an `application/x-www-form-urlencoded` body or query string (PL-3).
-pub fn redact_form(text: &str) -> String {
-    text.split('&')
-        .map(|pair| match pair.split_once('=') {
-            // The DS-9 placeholder stands where a token was taken out: it is no secret.
-            Some((_, v)) if v == crate::discovery::ANONYMOUS => pair.to_owned(),
-            Some((k, v)) => {
-                if is_secret_form_name(&url_decode(k)) {
-                    format!("{k}={MASK}")
-                } else {
-                    let dv = url_decode(v);
-                    if mask_credentials(&dv) != dv {
-                        format!("{k}={MASK}")
-                    } else {
-                        pair.to_owned()
-                    }
-                }
-            }
-            None => pair.to_owned(),
-        })
-        .collect::<Vec<_>>()
-        .join("&")
-}
-
-/// Redacts a URL for logs: secret query parameters (e.g. `access_token`, `api_key`) become
-/// `***`, and a `user:password@` userinfo becomes `***@`.
-pub fn redact_url(url: &str) -> String {
-    let (before_frag, frag) = match url.find('#') {
-        Some(i) => (&url[..i], &url[i..]),
-        None => (url, ""),
-    };
-    let (base, query) = match before_frag.find('?') {
-        Some(i) => (&before_frag[..i], Some(&before_frag[i + 1..])),
-        None => (before_frag, None),
-    };
-    let mut base = base.to_owned();
-    if let Some(s) = base.find("://") {
-        let auth_end = base[s + 3..].find('/').map_or(base.len(), |p| s + 3 + p);
-        if let Some(at) = base[s + 3..auth_end].rfind('@') {
-            base.replace_range(s + 3..s + 3 + at, MASK);
-        }
-    }
-    match query {
-        Some(q) => format!("{base}?{}{frag}", redact_form(q)),
-        None => format!("{base}{frag}"),
-    }
-}
-
-// ------------------------------------------------------------------------------------------
 // Bodies
 // ------------------------------------------------------------------------------------------
 
@@ -413,7 +161,7 @@ fn looks_json(text: &str) -> bool {
     matches!(text.trim_start().as_bytes().first(), Some(b'{' | b'['))
 }
 
-/// Reindents valid JSON text token by token (PL-8): strings are copied as they are, so escapes
+/// Reindents valid JSON text token by token: strings are copied as they are, so escapes
 /// stay escaped. Invalid JSON is returned unchanged.
 pub fn pretty_json(text: &str) -> String {
     if serde_json::from_str::<serde::de::IgnoredAny>(text).is_err() {
@@ -533,7 +281,7 @@ fn redact_sse_text(text: &str) -> String {
 // Entries
 // ------------------------------------------------------------------------------------------
 
-/// What an exchange belongs to (PL-7 `channel`).
+/// What an exchange belongs to (the `channel` log field).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Channel {
     /// Task traffic (send, reply, poll, resubscribe, cancel).
@@ -542,7 +290,7 @@ pub enum Channel {
     Authorization,
     /// Notification-T.
     Notification,
-    /// A credential login (AU-6).
+    /// A credential login.
     Login,
     /// Registry / PSOP discovery.
     Discovery,
@@ -561,7 +309,7 @@ impl Channel {
     }
 }
 
-/// The correlation fields of an entry (PL-7). Local log fields, never wire metadata.
+/// The correlation fields of an entry. Local log fields, never wire metadata.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct LogContext {
     /// The agent (card name).
@@ -721,7 +469,7 @@ pub fn format_response_body(
     )
 }
 
-/// An SSE event entry (PL-8): with `pretty`, JSON data is shown reindented between
+/// An SSE event entry: with `pretty`, JSON data is shown reindented between
 /// `=== SSE data(JSON display; not wire text) ===` markers; otherwise (and for invalid JSON)
 /// the redacted data as received.
 pub fn format_sse_event(
@@ -751,7 +499,7 @@ pub fn format_sse_event(
     s
 }
 
-/// An SSE frame over the capacity was dropped whole (PL-5).
+/// An SSE frame over the capacity was dropped whole.
 pub fn format_sse_dropped(ctx: &LogContext, bytes: usize) -> String {
     format!(
         "<<< SSE EVENT {} body=dropped-capacity ({bytes} bytes)",
@@ -759,7 +507,7 @@ pub fn format_sse_dropped(ctx: &LogContext, bytes: usize) -> String {
     )
 }
 
-/// A stream ended before completion (PL-5).
+/// A stream ended before completion.
 pub fn format_stream_interrupted(ctx: &LogContext, reason: &str) -> String {
     format!(
         "<<< STREAM {} stream=interrupted: {}",
@@ -768,7 +516,7 @@ pub fn format_stream_interrupted(ctx: &LogContext, reason: &str) -> String {
     )
 }
 
-/// A login request entry (AU-14, PL-3): every body field value is masked, whatever its name,
+/// A login request entry: every body field value is masked, whatever its name,
 /// because login fields are credential material.
 pub fn format_login_request(
     agent: &str,
@@ -827,7 +575,7 @@ pub fn format_login_response(
 }
 
 /// The login response body with the token masked wherever it appears, before it is rendered for
-/// the log (AU-14). A JSON body is decoded first, so every string equal to the token is masked
+/// the log. A JSON body is decoded first, so every string equal to the token is masked
 /// however it was escaped on the wire, and a body cap cannot cut the token and leave a prefix;
 /// any other body has the token's raw text replaced.
 pub fn mask_login_token(body: &[u8], token: &str) -> Vec<u8> {

@@ -1,4 +1,4 @@
-//! The complete result of a run (DG-10, DG-11).
+//! The complete result of a run.
 
 use std::collections::BTreeMap;
 
@@ -7,6 +7,10 @@ use serde_json::Value;
 
 use crate::host::TaskExecutionResult;
 
+/// How a step ended; defined with the workflow model so that drawing a graph needs no result
+/// types.
+pub use crate::workflow::StepStatus;
+
 /// Why a run did not succeed.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct RunError {
@@ -14,22 +18,6 @@ pub struct RunError {
     pub code: String,
     /// Human-readable message naming the step or edge involved.
     pub message: String,
-}
-
-/// How a step ended.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum StepStatus {
-    /// Never reached: the run stopped or was cancelled first.
-    NotRun,
-    /// On a branch that was not taken (dead path); never dispatched.
-    Skipped,
-    /// Ran and succeeded.
-    Succeeded,
-    /// Ran and failed.
-    Failed,
-    /// Was running when the run was cancelled.
-    Cancelled,
 }
 
 /// The status of one step at the end of the run.

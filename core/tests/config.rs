@@ -14,7 +14,8 @@ fn the_defaults_are_valid() {
 
 #[test]
 fn each_zero_duration_is_named() {
-    let cases: [(&str, fn(&mut RunConfig)); 4] = [
+    type Case = (&'static str, fn(&mut RunConfig));
+    let cases: [Case; 4] = [
         ("task_budget", |c| c.task_budget = Duration::ZERO),
         ("callback_budget", |c| c.callback_budget = Duration::ZERO),
         ("poll_interval", |c| c.poll_interval = Duration::ZERO),

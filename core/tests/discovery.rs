@@ -8,7 +8,7 @@ use serde_json::{Value, json};
 
 #[test]
 fn registry_requests() {
-    let r = RegistryClient::new("https://reg.example/base//");
+    let r = RegistryRequests::new("https://reg.example/base//");
     assert_eq!(r.base(), "https://reg.example/base");
     let q = r.fetch_all_request();
     assert_eq!(q.method, HttpMethod::Get);
@@ -42,7 +42,7 @@ fn registry_cards_are_read_and_normalised() {
         json!({"data": [card.clone()]}),
         json!([card.clone()]),
     ] {
-        let cards = RegistryClient::parse_cards(200, body.to_string().as_bytes()).unwrap();
+        let cards = RegistryRequests::parse_cards(200, body.to_string().as_bytes()).unwrap();
         assert_eq!(cards.len(), 1);
         assert_eq!(cards[0].name, "c1");
         assert!(
@@ -50,20 +50,24 @@ fn registry_cards_are_read_and_normalised() {
         );
         assert!(cards[0].security_requirements[0].schemes.contains_key("k"));
     }
-    assert!(RegistryClient::parse_cards(200, b"{}").unwrap().is_empty());
+    assert!(
+        RegistryRequests::parse_cards(200, b"{}")
+            .unwrap()
+            .is_empty()
+    );
     assert!(matches!(
-        RegistryClient::parse_cards(500, b"{}"),
-        Err(DiscoveryError::Status { status: 500 })
+        RegistryRequests::parse_cards(500, b"{}"),
+        Err(DiscoveryResponseError::Status { status: 500 })
     ));
     assert!(matches!(
-        RegistryClient::parse_cards(200, b"<html>"),
-        Err(DiscoveryError::NotJson(_))
+        RegistryRequests::parse_cards(200, b"<html>"),
+        Err(DiscoveryResponseError::NotJson(_))
     ));
     assert!(matches!(
-        RegistryClient::parse_cards(200, br#"{"agentCards": [{"name": "ok"}, 3]}"#),
-        Err(DiscoveryError::InvalidCard { index: 1, .. })
+        RegistryRequests::parse_cards(200, br#"{"agentCards": [{"name": "ok"}, 3]}"#),
+        Err(DiscoveryResponseError::InvalidCard { index: 1, .. })
     ));
-    let first = RegistryClient::parse_card(
+    let first = RegistryRequests::parse_card(
         200,
         json!({"agentCards": [{"name": "x"}, {"name": "y"}]})
             .to_string()
@@ -72,7 +76,7 @@ fn registry_cards_are_read_and_normalised() {
     .unwrap();
     assert_eq!(first.unwrap().name, "x");
     assert!(
-        RegistryClient::parse_card(200, br#"{"agentCards": []}"#)
+        RegistryRequests::parse_card(200, br#"{"agentCards": []}"#)
             .unwrap()
             .is_none()
     );
@@ -80,18 +84,18 @@ fn registry_cards_are_read_and_normalised() {
 
 #[test]
 fn registration_outcome() {
-    let o = RegistryClient::parse_register(201, br#"{"ok":true}"#);
+    let o = RegistryRequests::parse_register(201, br#"{"ok":true}"#);
     assert!(o.success);
     assert_eq!(o.body, json!({"ok": true}));
-    assert!(RegistryClient::parse_register(200, b"").success);
-    let o = RegistryClient::parse_register(409, br#"{"error":"exists"}"#);
+    assert!(RegistryRequests::parse_register(200, b"").success);
+    let o = RegistryRequests::parse_register(409, br#"{"error":"exists"}"#);
     assert!(!o.success);
     assert_eq!(o.body["error"], "exists");
 }
 
 #[test]
 fn psop_requests_hide_the_token_in_log_urls() {
-    let c = PsopClient::new("https://psop.example/", Some(Secret::new("S3cr3t/+=1")));
+    let c = PsopRequests::new("https://psop.example/", Some(Secret::new("S3cr3t/+=1")));
     let q = c.load_request("wf 1");
     assert_eq!(q.method, HttpMethod::Get);
     assert_eq!(
@@ -114,7 +118,7 @@ fn psop_requests_hide_the_token_in_log_urls() {
     let q = c.search_request("x", Some(2));
     let body: Value = serde_json::from_slice(&q.body).unwrap();
     assert_eq!(body["top_n"], 2);
-    let anon = PsopClient::new("https://psop.example", None).load_request("id");
+    let anon = PsopRequests::new("https://psop.example", None).load_request("id");
     assert_eq!(anon.url, "https://psop.example/api/v1/orchestrate/psop/id");
     assert_eq!(anon.url, anon.log_url);
     let (wire, log) = with_access_token("https://h/p?x=1", Some(&Secret::new("T")));
@@ -131,16 +135,16 @@ fn psop_load_unwraps_data_and_parses_the_workflow() {
         wf.clone(),
         json!({"data": wf.to_string()}),
     ] {
-        let v = PsopClient::parse_load(200, body.to_string().as_bytes()).unwrap();
+        let v = PsopRequests::parse_load(200, body.to_string().as_bytes()).unwrap();
         assert_eq!(v.workflow().steps[0].name, "s");
     }
     assert!(matches!(
-        PsopClient::parse_load(404, b"{}"),
-        Err(DiscoveryError::Status { status: 404 })
+        PsopRequests::parse_load(404, b"{}"),
+        Err(DiscoveryResponseError::Status { status: 404 })
     ));
     assert!(matches!(
-        PsopClient::parse_load(200, br#"{"data": {"steps": "nope"}}"#),
-        Err(DiscoveryError::Workflow(_))
+        PsopRequests::parse_load(200, br#"{"data": {"steps": "nope"}}"#),
+        Err(DiscoveryResponseError::Workflow(_))
     ));
 }
 
@@ -152,7 +156,7 @@ fn psop_search_results() {
          "related_preflow": {"a": 1}, "tasks_summary": ["t1"]},
         {"id": 42, "score": "high", "created_at": "2024-01-01"}
     ]});
-    let r = PsopClient::parse_search(200, body.to_string().as_bytes()).unwrap();
+    let r = PsopRequests::parse_search(200, body.to_string().as_bytes()).unwrap();
     assert_eq!(r.len(), 2);
     assert_eq!(r[0].workflow_id, "w1");
     assert_eq!(r[0].workflow_type.as_deref(), Some("PSOP"));
@@ -165,11 +169,11 @@ fn psop_search_results() {
     assert_eq!(r[1].score, 1.0);
     assert_eq!(r[1].created_at.as_deref(), Some("2024-01-01"));
     assert_eq!(r[1].name, None);
-    assert!(PsopClient::parse_search(200, b"{}").unwrap().is_empty());
-    assert!(PsopClient::parse_search(401, b"{}").is_err());
+    assert!(PsopRequests::parse_search(200, b"{}").unwrap().is_empty());
+    assert!(PsopRequests::parse_search(401, b"{}").is_err());
     assert!(matches!(
-        PsopClient::parse_search(200, br#"{"data": [{"name": "no id"}]}"#),
-        Err(DiscoveryError::Shape(_))
+        PsopRequests::parse_search(200, br#"{"data": [{"name": "no id"}]}"#),
+        Err(DiscoveryResponseError::Shape(_))
     ));
 }
 

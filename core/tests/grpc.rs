@@ -9,9 +9,9 @@ use a2at_core::a2a::grpc::{
 };
 use a2at_core::a2a::protojson::encode_base64;
 use a2at_core::a2a::{
-    A2aCall, Artifact, CallKind, DecodeLimits, Message, Part, ProtocolError, ResponseItem, Role,
-    SendMessageConfiguration, SendMessageRequest, StreamResponse, Task, TaskArtifactUpdateEvent,
-    TaskState, TaskStatus, TaskStatusUpdateEvent,
+    A2aCall, Artifact, CallKind, DecodeLimits, Message, Part, ProtocolError, RemoteTaskStatus,
+    ResponseItem, Role, SendMessageConfiguration, SendMessageRequest, StreamResponse, Task,
+    TaskArtifactUpdateEvent, TaskState, TaskStatusUpdateEvent,
 };
 use core::time::Duration;
 use serde_json::{Map, Value, json};
@@ -62,7 +62,7 @@ fn rich_task() -> Task {
     Task {
         id: "task-1".into(),
         context_id: Some("ctx-1".into()),
-        status: TaskStatus {
+        status: RemoteTaskStatus {
             state: TaskState::InputRequired,
             message: Some(rich_message(Role::Agent)),
             timestamp: Some("2026-12-02T10:39:06.479244Z".into()),
@@ -96,7 +96,7 @@ fn every_message_round_trips() {
     let status_update = TaskStatusUpdateEvent {
         task_id: "task-1".into(),
         context_id: Some("ctx-1".into()),
-        status: TaskStatus {
+        status: RemoteTaskStatus {
             state: TaskState::Completed,
             message: None,
             timestamp: Some("2026-12-02T10:39:28Z".into()),
@@ -235,7 +235,7 @@ fn a_task_has_the_bytes_the_proto_field_numbers_give() {
     let task = Task {
         id: "t1".into(),
         context_id: Some("c1".into()),
-        status: TaskStatus {
+        status: RemoteTaskStatus {
             state: TaskState::Completed,
             message: None,
             timestamp: Some("2026-12-02T10:39:06.005Z".into()),
@@ -275,7 +275,7 @@ fn proto3_defaults_read_like_the_json_reader() {
     assert_eq!(p.as_text(), Some(""));
     // Unknown enum numbers.
     assert_eq!(
-        TaskStatus::decode_proto(&[0x08, 0x2a]).unwrap().state,
+        RemoteTaskStatus::decode_proto(&[0x08, 0x2a]).unwrap().state,
         TaskState::Unrecognized
     );
     assert_eq!(
@@ -354,7 +354,7 @@ fn hostile_messages_are_typed_errors() {
     assert!(matches!(
         Task::decode_proto(&[0x1a, 0x02, 0x08, 0x80]),
         Err(WireError::TruncatedVarint {
-            message: "lf.a2a.v1.TaskStatus"
+            message: "lf.a2a.v1.RemoteTaskStatus"
         })
     ));
     // A non-finite number has no JSON form.
@@ -366,7 +366,7 @@ fn hostile_messages_are_typed_errors() {
     ));
     // Timestamps outside 0001..9999.
     assert!(matches!(
-        TaskStatus::decode_proto(&[0x1a, 0x02, 0x10, 0x7f]).map(|_| ()),
+        RemoteTaskStatus::decode_proto(&[0x1a, 0x02, 0x10, 0x7f]).map(|_| ()),
         Ok(())
     ));
     let mut seconds = vec![0x08];
@@ -374,7 +374,7 @@ fn hostile_messages_are_typed_errors() {
     let mut far = vec![0x1a, seconds.len() as u8];
     far.extend_from_slice(&seconds);
     assert_eq!(
-        TaskStatus::decode_proto(&far),
+        RemoteTaskStatus::decode_proto(&far),
         Err(WireError::TimestampOutOfRange {
             seconds: 300_000_000_000,
             nanos: 0
@@ -474,7 +474,7 @@ fn timestamps_print_like_protojson_and_parse_rfc3339() {
         assert_eq!(parse_timestamp(bad), None, "{bad}");
     }
     // A timestamp the model holds as an unparseable string is not sent.
-    let s = TaskStatus {
+    let s = RemoteTaskStatus {
         state: TaskState::Working,
         message: None,
         timestamp: Some("yesterday".into()),
@@ -805,9 +805,9 @@ fn stream_events() -> Vec<StreamResponse> {
     let task = Task {
         id: "t1".into(),
         context_id: Some("c1".into()),
-        status: TaskStatus {
+        status: RemoteTaskStatus {
             state: TaskState::Submitted,
-            ..TaskStatus::default()
+            ..RemoteTaskStatus::default()
         },
         ..Task::default()
     };
@@ -815,7 +815,7 @@ fn stream_events() -> Vec<StreamResponse> {
         StreamResponse::StatusUpdate(TaskStatusUpdateEvent {
             task_id: "t1".into(),
             context_id: Some("c1".into()),
-            status: TaskStatus {
+            status: RemoteTaskStatus {
                 state,
                 message: None,
                 timestamp: Some(ts.into()),

@@ -1,37 +1,41 @@
 //! End-to-end benchmark on the smol runtime (issue #11): the engine against a minimal direct
 //! client on loopback. Run with `cargo bench -p a2at-smol --bench e2e`; it prints markdown
-//! tables and never asserts a timing. The body is shared with `a2at-tokio`
-//! (`runtime-tokio/benches/shared/e2e_suite.rs`).
+//! tables and never asserts a timing. The body is `a2at_tests::e2e`, shared with `a2at-tokio`.
 
 use std::future::Future;
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
 
-use a2at_smol as rt;
+use a2at_tests::e2e::{BenchRuntime, DirectClient};
 use bytes::Bytes;
 use http_body_util::{BodyExt, Full};
 use hyper::client::conn::http1::{SendRequest, handshake};
 use smol::net::TcpStream;
 use smol_hyper::rt::FuturesIo;
+use stats_alloc::{INSTRUMENTED_SYSTEM, StatsAlloc};
 
-#[path = "../../runtime-tokio/benches/shared/e2e_suite.rs"]
-mod suite;
+/// Counts every allocation of the process (the agents live in the child process), so live heap
+/// and allocations per run can be read. `stats_alloc` holds the `unsafe impl GlobalAlloc`; this
+/// bench has no unsafe code of its own. The counters are atomics: they cost both the engine and
+/// the direct client a little on every allocation.
+#[global_allocator]
+static GLOBAL: &StatsAlloc<std::alloc::System> = &INSTRUMENTED_SYSTEM;
 
-/// The runtime's name in the tables.
-const RUNTIME: &str = "smol (global executor, 1 thread)";
+struct OnSmol;
 
-fn block_on<F: Future>(future: F) -> F::Output {
-    smol::block_on(future)
-}
+impl BenchRuntime for OnSmol {
+    type Rt = a2at_smol::Smol;
+    type Client = Direct;
+    const LABEL: &'static str = "smol (global executor, 1 thread)";
 
-fn spawn<T: Send + 'static>(
-    task: impl Future<Output = T> + Send + 'static,
-) -> impl Future<Output = T> + Send {
-    smol::spawn(task)
-}
+    fn block_on<F: Future>(future: F) -> F::Output {
+        smol::block_on(future)
+    }
 
-async fn sleep(d: Duration) {
-    smol::Timer::after(d).await;
+    fn spawn<T: Send + 'static>(
+        task: impl Future<Output = T> + Send + 'static,
+    ) -> impl Future<Output = T> + Send {
+        smol::spawn(task)
+    }
 }
 
 /// Idle connections kept, as the runtime's pool does per origin.
@@ -41,15 +45,21 @@ const MAX_IDLE: usize = 32;
 /// TCP (`TCP_NODELAY`) through `smol-hyper`, with a pool of idle connections like the runtime's
 /// (one origin here: every agent shares the loopback server).
 #[derive(Clone, Default)]
-struct DirectClient {
+struct Direct {
     idle: Arc<Mutex<Vec<SendRequest<Full<Bytes>>>>>,
 }
 
-impl DirectClient {
-    fn new() -> DirectClient {
-        DirectClient::default()
+impl DirectClient for Direct {
+    fn new() -> Direct {
+        Direct::default()
     }
 
+    async fn post(&self, url: &str, body: String) -> usize {
+        self.post_via_pool(url, body).await
+    }
+}
+
+impl Direct {
     fn checkout(&self) -> Option<SendRequest<Full<Bytes>>> {
         let mut idle = self.idle.lock().expect("pool");
         while let Some(sender) = idle.pop() {
@@ -85,14 +95,14 @@ impl DirectClient {
     }
 
     /// POSTs a JSON-RPC body with the engine's headers and reads the whole response.
-    async fn post(&self, url: &str, body: String) -> usize {
+    async fn post_via_pool(&self, url: &str, body: String) -> usize {
         let uri: http::Uri = url.parse().expect("URL");
         let authority = uri.authority().expect("host").as_str().to_owned();
         let body = Bytes::from(body);
         loop {
             let (mut sender, pooled) = match self.checkout() {
                 Some(sender) => (sender, true),
-                None => (DirectClient::connect(&authority).await, false),
+                None => (Direct::connect(&authority).await, false),
             };
             let request = http::Request::post(uri.path())
                 .header("Host", &authority)
@@ -116,5 +126,5 @@ impl DirectClient {
 }
 
 fn main() {
-    suite::main();
+    a2at_tests::e2e::main::<OnSmol>(|| INSTRUMENTED_SYSTEM.stats());
 }

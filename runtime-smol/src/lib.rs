@@ -1,32 +1,31 @@
 //! # a2at-smol
 //!
-//! The smol runtime of the a2at A2A-T workflow engine, with the same public API as `a2at-tokio`:
-//! a host switches runtimes by changing one import. Runs execute on smol's global executor with
-//! `async-io` timers (a run may be started from any thread, e.g. inside `smol::block_on`); HTTP
-//! is hyper's HTTP/1.1 client over `async-net` and `futures-rustls` with a small connection
-//! pool. No tokio runtime is needed anywhere. It carries out what `a2at-core` asks —
-//! HTTP exchanges, timers, host callbacks, events — and decides nothing itself: no retries, no
-//! timeouts of its own, no id generation and no protocol parsing live here.
+//! The smol runtime of the a2at A2A-T workflow engine: the driver (`a2at-driver`) on smol, with
+//! the same public API as `a2at-tokio` (a host switches runtimes by changing one import). Runs
+//! execute on smol's global executor with `async-io` timers (a run may be started from any
+//! thread, e.g. inside `smol::block_on`), TCP is `async-net`, listener callbacks run on smol's
+//! blocking pool. No tokio runtime is needed anywhere. Nothing here decides anything: every
+//! rule lives in `a2at-core`, every runtime-independent step in `a2at-driver`.
 //!
 //! ## Using it
 //!
 //! 1. Build one [`Engine`] from the AgentCards of the agents your workflows address and an
 //!    [`EngineConfig`] (budgets, concurrency limits, seed source) with [`Engine::builder`]. The
 //!    engine is cheap to clone and is shared by any number of concurrent runs.
-//! 2. Implement [`ControlPoint`](a2at_core::host::ControlPoint) for your host, or register
+//! 2. Implement [`ControlPoint`] for your host, or register
 //!    closures with [`ControlPointBuilder`].
-//! 3. Call [`Engine::execute`] for the [`ExecutionResult`](a2at_core::ExecutionResult), or
-//!    [`Engine::run`] / [`Engine::start`] for a [`RunHandle`] that streams
+//! 3. Call [`Engine::execute`] for the [`ExecutionResult`], or
+//!    [`Engine::run`] and [`RunBuilder::spawn`] for a [`RunHandle`] that streams
 //!    [`EventEnvelope`]s as they happen and can cancel the run.
 //!
 //! ```no_run
 //! use std::sync::Arc;
 //! use a2at_smol::{ControlPointBuilder, Engine};
-//! use a2at_smol::core::host::MessageContent;
-//! use a2at_smol::core::run::RunStart;
-//! use a2at_smol::core::workflow::parse_and_validate;
+//! use a2at_smol::MessageContent;
+//! use a2at_smol::RunStart;
+//! use a2at_smol::parse_and_validate;
 //!
-//! # async fn demo(cards: Vec<a2at_smol::core::a2a::AgentCard>) {
+//! # async fn demo(cards: Vec<a2at_smol::AgentCard>) {
 //! let engine = Engine::builder(cards).build().expect("valid cards");
 //! let host = ControlPointBuilder::new()
 //!     .on_task(|req| async move { Ok(MessageContent::text(req.instruction)) })
@@ -38,69 +37,54 @@
 //! # }
 //! ```
 //!
-//! ## Authorization-T and Notification-T
+//! ## The rest of the guide
 //!
-//! [`Engine::extension_sender`] (or [`ExtensionSender::builder`]) gives an [`ExtensionSender`]
-//! with its own transport: [`ExtensionSender::send_authorization`] for one-shot authorizations
-//! and [`ExtensionSender::open_notification`] for subscriptions
-//! ([`NotificationSubscription`]). They never affect a workflow; each subscription's listener
-//! runs on its own thread.
-//!
-//! ## Discovery
-//!
-//! [`RegistryClient`] fetches and registers AgentCards at a registry, and [`PsopClient`] (the
-//! `LoadPsop` helper) loads and searches workflows in an orchestration center. Each owns its
-//! HTTP client and TLS policy, has one deadline per call for the whole response (30 s by
-//! default) and logs access tokens only as `access_token=<anonymous>`.
-//!
-//! ## Security configuration
-//!
-//! Credentials come from [`EngineBuilder::credentials_file`] or
-//! [`EngineBuilder::credentials`] (never both), their `enc:` key from
-//! [`EngineBuilder::credential_key`], else `A2AT_CRED_KEY`, else a host-loaded [`EnvFile`]; TLS
-//! from [`TlsConfig`]; the protocol log knobs from `WORKFLOW_ENGINE_PROTOCOL_*` with builder
-//! overrides. Nothing turns redaction off.
-//!
-//! ## Lifecycle and cancellation
-//!
-//! Events arrive in the core's order (`start` → … → `complete` | `error`); after the run
-//! finished, the runtime calls the `on_finish` hook with the result and the events collected so
-//! far, then emits `close`. Dropping the future of [`Engine::execute`] (or the [`RunHandle`])
-//! cancels the run: the driver keeps running in its own task until the core finished its
-//! cleanup (`CancelTask` for every known non-final remote task). [`RunHandle::cancel`] does the
-//! same without giving up the result.
-//!
-//! ## Reproducing a run
-//!
-//! Each run's id seed comes from the OS unless [`EngineConfig::seed`] fixes it; it is logged
-//! with `tracing` at the start of the run and available as [`RunHandle::seed`].
+//! Authorization-T and Notification-T, discovery, security configuration, lifecycle and
+//! cancellation, and reproducing a run are described once, in the crate docs of
+//! [`a2at_driver`]; every type named there is re-exported here under the same name.
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
-mod http;
-mod rt;
-/// The engine, driver loop, run handle, exchange task and extension sender, shared with
-/// `a2at-tokio`.
-#[path = "../../runtime-tokio/src/shared/mod.rs"]
-mod shared;
+use std::future::Future;
+use std::io;
+use std::time::Instant;
 
-pub use a2at_core as core;
-pub use a2at_core::RetryPolicy;
+use a2at_driver::{BoxFuture, Runtime};
+use tracing::instrument::WithSubscriber;
 
-pub use a2at_core::driver_support::{BuiltControlPoint, ControlPointBuilder, EventEnvelope};
-pub use shared::config::EnvFile;
-pub use shared::discovery::{
-    DEFAULT_DISCOVERY_DEADLINE, DiscoveryError, MAX_REDIRECTS, PsopClient, PsopClientBuilder,
-    RegistryClient, RegistryClientBuilder,
-};
-pub use shared::engine::{
-    CREDENTIAL_KEY_ENV, DEFAULT_LOGIN_TIMEOUT, Engine, EngineBuilder, EngineConfig, EngineError,
-    RunBuilder, SeedSource, load_credentials,
-};
-pub use shared::events::{EventSink, EventStream, OnFinish, OnFinishError, RunHandle};
-pub use shared::extension::{
-    ExtensionError, ExtensionSender, ExtensionSenderBuilder, ExtensionSenderConfig, Heartbeat,
-    NotificationSubscription, Reattachment, SubscriptionCompletion,
-};
-pub use shared::tls::TlsConfig;
-pub use shared::transport::{AuthHook, HttpClient};
+a2at_driver::runtime_api!(Smol);
+
+/// The smol runtime as the driver sees it: tasks on smol's global executor, the `std` clock
+/// with `async-io` timers, smol's blocking pool and `async-net` TCP. Works from any thread.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Smol;
+
+impl Runtime for Smol {
+    type TcpStream = smol::net::TcpStream;
+
+    fn now() -> Instant {
+        Instant::now()
+    }
+
+    fn sleep_until(at: Instant) -> BoxFuture<()> {
+        Box::pin(async move {
+            smol::Timer::at(at).await;
+        })
+    }
+
+    fn spawn(task: impl Future<Output = ()> + Send + 'static) {
+        // Logs of the task go to the subscriber in scope where it was spawned (smol runs it on
+        // another thread).
+        smol::spawn(task.with_current_subscriber()).detach();
+    }
+
+    fn run_blocking(call: impl FnOnce() + Send + 'static) -> impl Future<Output = ()> + Send {
+        smol::unblock(call)
+    }
+
+    async fn connect(host: &str, port: u16) -> io::Result<smol::net::TcpStream> {
+        let stream = smol::net::TcpStream::connect((host, port)).await?;
+        stream.set_nodelay(true)?;
+        Ok(stream)
+    }
+}

@@ -1,10 +1,4 @@
-//! The interop suite (shared with the tokio runtime) on the smol runtime.
+//! The shared interop suite (agents written with the official Python SDK) on the smol runtime.
 
-use a2at_smol as rt;
-
-#[path = "../../runtime-tokio/tests/shared/interop_suite.rs"]
-mod suite;
-
-fn block_on<F: std::future::Future>(future: F) -> F::Output {
-    smol::block_on(future)
-}
+a2at_tests::smol_test_runtime!(OnSmol);
+a2at_tests::interop_suite!(OnSmol);

@@ -1,10 +1,5 @@
-//! The shared security suite (discovery, login deadline, TLS, configuration, planted secrets) on the smol runtime.
+//! The shared security suite (discovery, login deadline, TLS, configuration, planted secrets) on
+//! the smol runtime.
 
-use a2at_smol as rt;
-
-#[path = "../../runtime-tokio/tests/shared/security_suite.rs"]
-mod suite;
-
-fn block_on<F: std::future::Future>(future: F) -> F::Output {
-    smol::block_on(future)
-}
+a2at_tests::smol_test_runtime!(OnSmol);
+a2at_tests::security_suite!(OnSmol);

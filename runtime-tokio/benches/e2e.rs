@@ -1,62 +1,64 @@
 //! End-to-end benchmark on the tokio runtime (issue #11): the engine against a minimal direct
 //! client on loopback. Run with `cargo bench -p a2at-tokio --bench e2e`; it prints markdown
-//! tables and never asserts a timing. The body is shared with `a2at-smol`
-//! (`benches/shared/e2e_suite.rs`).
+//! tables and never asserts a timing. The body is `a2at_tests::e2e`, shared with `a2at-smol`.
 
 use std::future::Future;
-use std::time::Duration;
 
-use a2at_tokio as rt;
+use a2at_tests::e2e::{BenchRuntime, DirectClient};
 use bytes::Bytes;
 use http_body_util::{BodyExt, Full};
 use hyper_util::client::legacy::Client;
 use hyper_util::client::legacy::connect::HttpConnector;
 use hyper_util::rt::TokioExecutor;
+use stats_alloc::{INSTRUMENTED_SYSTEM, StatsAlloc};
 
-#[path = "shared/e2e_suite.rs"]
-mod suite;
+/// Counts every allocation of the process (the agents live in the child process), so live heap
+/// and allocations per run can be read. `stats_alloc` holds the `unsafe impl GlobalAlloc`; this
+/// bench has no unsafe code of its own. The counters are atomics: they cost both the engine and
+/// the direct client a little on every allocation.
+#[global_allocator]
+static GLOBAL: &StatsAlloc<std::alloc::System> = &INSTRUMENTED_SYSTEM;
 
-/// The runtime's name in the tables.
-const RUNTIME: &str = "tokio (multi-thread, 2 workers)";
+struct OnTokio;
 
-fn block_on<F: Future>(future: F) -> F::Output {
-    tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .expect("a tokio runtime")
-        .block_on(future)
+impl BenchRuntime for OnTokio {
+    type Rt = a2at_tokio::Tokio;
+    type Client = Direct;
+    const LABEL: &'static str = "tokio (multi-thread, 2 workers)";
+
+    fn block_on<F: Future>(future: F) -> F::Output {
+        tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .enable_all()
+            .build()
+            .expect("a tokio runtime")
+            .block_on(future)
+    }
+
+    fn spawn<T: Send + 'static>(
+        task: impl Future<Output = T> + Send + 'static,
+    ) -> impl Future<Output = T> + Send {
+        let handle = tokio::spawn(task);
+        async move { handle.await.expect("task completed") }
+    }
 }
 
-fn spawn<T: Send + 'static>(
-    task: impl Future<Output = T> + Send + 'static,
-) -> impl Future<Output = T> + Send {
-    let handle = tokio::spawn(task);
-    async move { handle.await.expect("task completed") }
-}
-
-async fn sleep(d: Duration) {
-    tokio::time::sleep(d).await;
-}
-
-/// The runtime's client stack without the engine: hyper-util's pooled legacy client over an
-/// `HttpConnector` with `TCP_NODELAY` (the engine wraps the same connector in hyper-rustls,
-/// which passes `http://` through).
+/// tokio's usual client stack without the engine: hyper-util's pooled legacy client over an
+/// `HttpConnector` with `TCP_NODELAY`.
 #[derive(Clone)]
-struct DirectClient {
+struct Direct {
     client: Client<HttpConnector, Full<Bytes>>,
 }
 
-impl DirectClient {
-    fn new() -> DirectClient {
+impl DirectClient for Direct {
+    fn new() -> Direct {
         let mut http = HttpConnector::new();
         http.set_nodelay(true);
-        DirectClient {
+        Direct {
             client: Client::builder(TokioExecutor::new()).build(http),
         }
     }
 
-    /// POSTs a JSON-RPC body with the engine's headers and reads the whole response.
     async fn post(&self, url: &str, body: String) -> usize {
         let request = http::Request::post(url)
             .header("A2A-Version", "1.0")
@@ -72,5 +74,5 @@ impl DirectClient {
 }
 
 fn main() {
-    suite::main();
+    a2at_tests::e2e::main::<OnTokio>(|| INSTRUMENTED_SYSTEM.stats());
 }

@@ -4,9 +4,7 @@
 use std::sync::Arc;
 
 use a2at_tests::{ScriptedAgent, loopback::LoopbackServer};
-use a2at_tokio::core::host::{MessageContent, RouteDecision};
-use a2at_tokio::core::{run::RunStart, workflow::parse_and_validate};
-use a2at_tokio::{ControlPointBuilder, Engine};
+use a2at_tokio::{ControlPointBuilder, Engine, MessageContent, RouteDecision, parse_and_validate};
 
 #[tokio::main]
 async fn main() {
@@ -23,7 +21,7 @@ async fn main() {
             {"name": "review", "subtasks": [{"agent": "alpha", "description": "review it"}]}]}"#,
     )
     .expect("valid workflow");
-    let mut run = engine.start(workflow, RunStart::default(), Arc::new(host));
+    let mut run = engine.run(workflow, Arc::new(host)).spawn();
     while let Some(event) = run.next_event().await {
         println!("{:>10.3} {}", event.timestamp % 1000.0, event.type_str());
     }

@@ -7,9 +7,9 @@ use std::time::Duration;
 
 use a2at_tests::loopback::LoopbackServer;
 use a2at_tests::{NotifyEvent, NotifyScript, Plan, ScriptedAgent, StreamEnding};
-use a2at_tokio::core::a2at::{AUTHORIZATION_T_URI, NOTIFICATION_T_URI};
-use a2at_tokio::core::host::MessageContent;
-use a2at_tokio::core::{run::RunStart, workflow::parse_and_validate};
+use a2at_tokio::a2at_core::a2at::{AUTHORIZATION_T_URI, NOTIFICATION_T_URI};
+use a2at_tokio::a2at_core::host::MessageContent;
+use a2at_tokio::a2at_core::{run::RunStart, workflow::parse_and_validate};
 use a2at_tokio::{ControlPointBuilder, Engine};
 use serde_json::json;
 

@@ -1,28 +1,30 @@
 //! # a2at-tokio
 //!
-//! The tokio runtime of the a2at A2A-T workflow engine. It carries out what `a2at-core` asks —
-//! HTTP exchanges, timers, host callbacks, events — and decides nothing itself: no retries, no
-//! timeouts of its own, no id generation and no protocol parsing live here.
+//! The tokio runtime of the a2at A2A-T workflow engine: the driver (`a2at-driver`) on tokio.
+//! Runs are tasks on the current tokio runtime, timers follow tokio's clock (so a paused test
+//! clock applies), listener callbacks run on tokio's blocking pool. The same API exists for
+//! smol in `a2at-smol`: a host switches runtimes by changing one import. Nothing here decides
+//! anything: every rule lives in `a2at-core`, every runtime-independent step in `a2at-driver`.
 //!
 //! ## Using it
 //!
 //! 1. Build one [`Engine`] from the AgentCards of the agents your workflows address and an
 //!    [`EngineConfig`] (budgets, concurrency limits, seed source) with [`Engine::builder`]. The
 //!    engine is cheap to clone and is shared by any number of concurrent runs.
-//! 2. Implement [`ControlPoint`](a2at_core::host::ControlPoint) for your host, or register
+//! 2. Implement [`ControlPoint`] for your host, or register
 //!    closures with [`ControlPointBuilder`].
-//! 3. Call [`Engine::execute`] for the [`ExecutionResult`](a2at_core::ExecutionResult), or
-//!    [`Engine::run`] / [`Engine::start`] for a [`RunHandle`] that streams
+//! 3. Call [`Engine::execute`] for the [`ExecutionResult`], or
+//!    [`Engine::run`] and [`RunBuilder::spawn`] for a [`RunHandle`] that streams
 //!    [`EventEnvelope`]s as they happen and can cancel the run.
 //!
 //! ```no_run
 //! use std::sync::Arc;
 //! use a2at_tokio::{ControlPointBuilder, Engine};
-//! use a2at_tokio::core::host::MessageContent;
-//! use a2at_tokio::core::run::RunStart;
-//! use a2at_tokio::core::workflow::parse_and_validate;
+//! use a2at_tokio::MessageContent;
+//! use a2at_tokio::RunStart;
+//! use a2at_tokio::parse_and_validate;
 //!
-//! # async fn demo(cards: Vec<a2at_tokio::core::a2a::AgentCard>) {
+//! # async fn demo(cards: Vec<a2at_tokio::AgentCard>) {
 //! let engine = Engine::builder(cards).build().expect("valid cards");
 //! let host = ControlPointBuilder::new()
 //!     .on_task(|req| async move { Ok(MessageContent::text(req.instruction)) })
@@ -34,67 +36,104 @@
 //! # }
 //! ```
 //!
-//! ## Authorization-T and Notification-T
+//! ## The rest of the guide
 //!
-//! [`Engine::extension_sender`] (or [`ExtensionSender::builder`]) gives an [`ExtensionSender`]
-//! with its own transport: [`ExtensionSender::send_authorization`] for one-shot authorizations
-//! and [`ExtensionSender::open_notification`] for subscriptions
-//! ([`NotificationSubscription`]). They never affect a workflow; see `examples/notification.rs`.
-//!
-//! ## Discovery
-//!
-//! [`RegistryClient`] fetches and registers AgentCards at a registry, and [`PsopClient`] (the
-//! `LoadPsop` helper) loads and searches workflows in an orchestration center. Each owns its
-//! HTTP client and TLS policy, has one deadline per call for the whole response (30 s by
-//! default) and logs access tokens only as `access_token=<anonymous>`.
-//!
-//! ## Security configuration
-//!
-//! Credentials come from [`EngineBuilder::credentials_file`] or
-//! [`EngineBuilder::credentials`] (never both), their `enc:` key from
-//! [`EngineBuilder::credential_key`], else `A2AT_CRED_KEY`, else a host-loaded [`EnvFile`]; TLS
-//! from [`TlsConfig`]; the protocol log knobs from `WORKFLOW_ENGINE_PROTOCOL_*` with builder
-//! overrides. Nothing turns redaction off.
-//!
-//! ## Lifecycle and cancellation
-//!
-//! Events arrive in the core's order (`start` → … → `complete` | `error`); after the run
-//! finished, the runtime calls the `on_finish` hook with the result and the events collected so
-//! far, then emits `close`. Dropping the future of [`Engine::execute`] (or the [`RunHandle`])
-//! cancels the run: the driver keeps running in its own task until the core finished its
-//! cleanup (`CancelTask` for every known non-final remote task). [`RunHandle::cancel`] does the
-//! same without giving up the result.
-//!
-//! ## Reproducing a run
-//!
-//! Each run's id seed comes from the OS unless [`EngineConfig::seed`] fixes it; it is logged
-//! with `tracing` at the start of the run and available as [`RunHandle::seed`].
+//! Authorization-T and Notification-T, discovery, security configuration, lifecycle and
+//! cancellation, and reproducing a run are described once, in the crate docs of
+//! [`a2at_driver`]; every type named there is re-exported here under the same name.
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
-mod http;
-mod rt;
-/// The engine, driver loop, run handle, exchange task and extension sender, shared with
-/// `a2at-smol`.
-mod shared;
+use std::future::Future;
+use std::io;
+use std::pin::Pin;
+use std::task::{Context, Poll, ready};
+use std::time::Instant;
 
-pub use a2at_core as core;
-pub use a2at_core::RetryPolicy;
+use a2at_driver::{BoxFuture, Runtime};
+use futures_io::{AsyncRead, AsyncWrite};
+use tracing::instrument::WithSubscriber;
 
-pub use a2at_core::driver_support::{BuiltControlPoint, ControlPointBuilder, EventEnvelope};
-pub use shared::config::EnvFile;
-pub use shared::discovery::{
-    DEFAULT_DISCOVERY_DEADLINE, DiscoveryError, MAX_REDIRECTS, PsopClient, PsopClientBuilder,
-    RegistryClient, RegistryClientBuilder,
-};
-pub use shared::engine::{
-    CREDENTIAL_KEY_ENV, DEFAULT_LOGIN_TIMEOUT, Engine, EngineBuilder, EngineConfig, EngineError,
-    RunBuilder, SeedSource, load_credentials,
-};
-pub use shared::events::{EventSink, EventStream, OnFinish, OnFinishError, RunHandle};
-pub use shared::extension::{
-    ExtensionError, ExtensionSender, ExtensionSenderBuilder, ExtensionSenderConfig, Heartbeat,
-    NotificationSubscription, Reattachment, SubscriptionCompletion,
-};
-pub use shared::tls::TlsConfig;
-pub use shared::transport::{AuthHook, HttpClient};
+a2at_driver::runtime_api!(Tokio);
+
+/// The tokio runtime as the driver sees it: tasks on the current tokio runtime, tokio's
+/// (pausable) clock and timers, tokio's blocking pool and TCP. Every call must be made inside
+/// a tokio runtime.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Tokio;
+
+impl Runtime for Tokio {
+    type TcpStream = TcpStream;
+
+    fn now() -> Instant {
+        tokio::time::Instant::now().into_std()
+    }
+
+    fn sleep_until(at: Instant) -> BoxFuture<()> {
+        Box::pin(tokio::time::sleep_until(tokio::time::Instant::from_std(at)))
+    }
+
+    fn spawn(task: impl Future<Output = ()> + Send + 'static) {
+        tokio::spawn(task.with_current_subscriber());
+    }
+
+    fn run_blocking(call: impl FnOnce() + Send + 'static) -> impl Future<Output = ()> + Send {
+        let call = tokio::task::spawn_blocking(call);
+        async move {
+            // An error means the runtime is shutting down: nobody waits for the call then.
+            let _ = call.await;
+        }
+    }
+
+    async fn connect(host: &str, port: u16) -> io::Result<TcpStream> {
+        let stream = tokio::net::TcpStream::connect((host, port)).await?;
+        stream.set_nodelay(true)?;
+        Ok(TcpStream(stream))
+    }
+}
+
+/// A tokio TCP connection in the `futures` I/O traits, as [`Tokio::connect`] returns it.
+#[derive(Debug)]
+pub struct TcpStream(tokio::net::TcpStream);
+
+impl AsyncRead for TcpStream {
+    fn poll_read(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &mut [u8],
+    ) -> Poll<io::Result<usize>> {
+        let mut buf = tokio::io::ReadBuf::new(buf);
+        ready!(tokio::io::AsyncRead::poll_read(
+            Pin::new(&mut self.0),
+            cx,
+            &mut buf
+        ))?;
+        Poll::Ready(Ok(buf.filled().len()))
+    }
+}
+
+impl AsyncWrite for TcpStream {
+    fn poll_write(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &[u8],
+    ) -> Poll<io::Result<usize>> {
+        tokio::io::AsyncWrite::poll_write(Pin::new(&mut self.0), cx, buf)
+    }
+
+    fn poll_write_vectored(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        bufs: &[io::IoSlice<'_>],
+    ) -> Poll<io::Result<usize>> {
+        tokio::io::AsyncWrite::poll_write_vectored(Pin::new(&mut self.0), cx, bufs)
+    }
+
+    fn poll_flush(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        tokio::io::AsyncWrite::poll_flush(Pin::new(&mut self.0), cx)
+    }
+
+    fn poll_close(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        tokio::io::AsyncWrite::poll_shutdown(Pin::new(&mut self.0), cx)
+    }
+}

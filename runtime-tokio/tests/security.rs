@@ -1,15 +1,6 @@
-//! The shared security suite (discovery, login deadline, TLS, configuration, planted secrets) on the tokio runtime.
+//! The shared security suite (discovery, login deadline, TLS, configuration, planted secrets) on
+//! the tokio runtime. A current-thread runtime, so that logs of spawned tasks stay on the
+//! capturing thread too.
 
-use a2at_tokio as rt;
-
-#[path = "shared/security_suite.rs"]
-mod suite;
-
-/// A current-thread runtime, so that logs of spawned tasks stay on the capturing thread too.
-fn block_on<F: std::future::Future>(future: F) -> F::Output {
-    tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .expect("a tokio runtime")
-        .block_on(future)
-}
+a2at_tests::tokio_test_runtime!(OnTokio, current_thread);
+a2at_tests::security_suite!(OnTokio);

@@ -167,6 +167,9 @@ pub enum AgentFault {
         /// `Retry-After` in seconds.
         retry_after: Option<u64>,
     },
+    /// Refuse the connection: the request never reaches the agent. In the simulator only; on
+    /// loopback an accepted connection cannot be refused (use `fault_proxy` there).
+    Refused,
     /// Process the request, then break the connection before any response byte.
     Reset,
     /// Process the request, send the head and the first `n` body chunks, then break the
@@ -516,6 +519,12 @@ impl ScriptedAgent {
         let Some(fault) = fault else {
             return self.answer(req);
         };
+        if fault == AgentFault::Refused {
+            return AgentReply::TransportError {
+                delay: Duration::ZERO,
+                kind: TransportErrorKind::Connect,
+            };
+        }
         if let AgentFault::Unavailable { retry_after } = fault {
             let mut headers = vec![("content-type".to_owned(), "text/plain".to_owned())];
             if let Some(secs) = retry_after {
@@ -573,7 +582,7 @@ impl ScriptedAgent {
             other => other,
         };
         match fault {
-            AgentFault::Unavailable { .. } => unreachable!("answered above"),
+            AgentFault::Unavailable { .. } | AgentFault::Refused => unreachable!("answered above"),
             AgentFault::Reset => AgentReply::TransportError {
                 delay: Duration::ZERO,
                 kind: TransportErrorKind::Io,

@@ -6,6 +6,7 @@
 pub mod agent;
 pub mod capture;
 pub mod conformance;
+pub mod e2e;
 pub mod fault_mix;
 pub mod fault_proxy;
 #[cfg(feature = "fuzzing")]
@@ -14,7 +15,9 @@ pub mod golden;
 pub mod host;
 pub mod loopback;
 pub mod random_scenario;
+pub mod runtime;
 pub mod sim;
+pub mod suites;
 pub mod trace_io;
 pub mod workloads;
 

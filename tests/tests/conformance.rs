@@ -1,13 +1,20 @@
-//! The conformance suite: the scenario bodies in `tests/conformance/*.rs` are compiled once per
-//! driver — the simulator, the tokio engine and the smol engine (both over loopback HTTP) — and
-//! every scenario is checked against the simulator (`a2at_tests::conformance::check`). A new
-//! scenario runs on all three drivers without extra code.
-// Loading the same scenario files once per driver is the point of this suite.
-#![allow(clippy::duplicate_mod)]
+//! The conformance suite: every scenario of `a2at_tests::conformance` runs on the simulator, the
+//! tokio engine and the smol engine (both over loopback HTTP), and is checked against the
+//! simulator (`a2at_tests::conformance::check`). A new scenario runs on all three drivers
+//! without extra code here.
 
-#[path = "drivers/on_sim.rs"]
-mod on_sim;
-#[path = "drivers/on_smol.rs"]
-mod on_smol;
-#[path = "drivers/on_tokio.rs"]
-mod on_tokio;
+mod on_sim {
+    a2at_tests::conformance_suite!(a2at_tests::conformance::SimDriver);
+}
+
+/// On a current-thread tokio runtime.
+mod on_tokio {
+    a2at_tests::tokio_test_runtime!(OnTokio, current_thread);
+    a2at_tests::conformance_suite!(a2at_tests::conformance::EngineDriver<OnTokio>);
+}
+
+/// With `smol::block_on` on the test thread (no tokio runtime exists there).
+mod on_smol {
+    a2at_tests::smol_test_runtime!(OnSmol);
+    a2at_tests::conformance_suite!(a2at_tests::conformance::EngineDriver<OnSmol>);
+}

@@ -356,3 +356,116 @@ fn a_refused_connection_is_resent_until_the_attempts_are_used_up() {
             .contains("3 consecutive")
     );
 }
+
+#[test]
+fn a_refused_observation_observes_again_and_never_resends_the_message() {
+    // Connection refused proves that GetTask never reached the agent, but it is not a send:
+    // the answer is to observe again, not to send the message a second time.
+    let agent = ScriptedAgent::new("a")
+        .by_default(Plan::States(vec![
+            "TASK_STATE_WORKING",
+            "TASK_STATE_COMPLETED",
+        ]))
+        .fault_on("GetTask", 1, AgentFault::Refused);
+    let out = run(agent, RunConfig::default());
+    assert!(out.result().success);
+    assert_eq!(out.requests_to("a", "SendMessage").len(), 1);
+    assert_eq!(out.requests_to("a", "GetTask").len(), 2);
+    let retries = out.events("agent_retry");
+    assert_eq!(retries.len(), 1);
+    assert_eq!(retries[0]["action"], "get_task");
+    assert_eq!(retries[0]["reason"], "transport.connect");
+}
+
+#[test]
+fn a_lost_answer_is_found_by_its_context_in_the_simulator_too() {
+    let agent = ScriptedAgent::new("a").fault_on("SendMessage", 1, AgentFault::Reset);
+    let out = run(agent, RunConfig::default());
+    assert!(out.result().success);
+    assert_eq!(out.requests_to("a", "SendMessage").len(), 1);
+    assert_eq!(out.requests_to("a", "ListTasks").len(), 1);
+    let retries = out.events("agent_retry");
+    assert_eq!(retries[0]["action"], "list_tasks");
+    assert_eq!(retries[0]["reason"], "transport.io");
+}
+
+#[test]
+fn a_successful_poll_resets_the_attempt_count() {
+    // With one attempt allowed, two 503s on GetTask survive only because a successful GetTask
+    // lies between them.
+    let agent = ScriptedAgent::new("a")
+        .by_default(Plan::States(vec![
+            "TASK_STATE_WORKING",
+            "TASK_STATE_WORKING",
+            "TASK_STATE_WORKING",
+            "TASK_STATE_COMPLETED",
+        ]))
+        .fault_on("GetTask", 1, AgentFault::Unavailable { retry_after: None })
+        .fault_on("GetTask", 3, AgentFault::Unavailable { retry_after: None });
+    let config = RunConfig {
+        retry: RetryPolicy {
+            attempts: 1,
+            ..RetryPolicy::default()
+        },
+        ..RunConfig::default()
+    };
+    let out = run(agent, config);
+    assert!(out.result().success, "{:?}", out.result().history);
+    let attempts: Vec<u64> = out
+        .events("agent_retry")
+        .iter()
+        .map(|e| e["attempt"].as_u64().unwrap())
+        .collect();
+    assert_eq!(attempts, [1, 1]);
+}
+
+#[test]
+fn once_resubscription_was_refused_retries_announce_get_task() {
+    let agent = ScriptedAgent::new("a")
+        .streaming()
+        .without_resubscribe()
+        .by_default(Plan::States(vec![
+            "TASK_STATE_WORKING",
+            "TASK_STATE_WORKING",
+            "TASK_STATE_COMPLETED",
+        ]))
+        .fault_on("SendStreamingMessage", 1, AgentFault::CutAfter(2))
+        .fault_on("GetTask", 1, AgentFault::Unavailable { retry_after: None });
+    let out = run(agent, RunConfig::default());
+    assert!(out.result().success, "{:?}", out.result().history);
+    let actions: Vec<&str> = out
+        .events("agent_retry")
+        .iter()
+        .map(|e| e["action"].as_str().unwrap())
+        .collect();
+    assert_eq!(actions, ["resubscribe", "get_task"]);
+    assert_eq!(out.requests_to("a", "SubscribeToTask").len(), 1);
+}
+
+#[test]
+fn attempts_record_when_each_fault_happened() {
+    // The simulator answers after a millisecond: each fault is recorded about its delay after
+    // the previous one, in milliseconds of run time.
+    let agent = ScriptedAgent::new("a").by_default(Plan::Unreachable);
+    let config = RunConfig {
+        retry: RetryPolicy {
+            attempts: 3,
+            base_delay: Duration::from_millis(1500),
+            max_delay: Duration::from_secs(10),
+        },
+        ..RunConfig::default()
+    };
+    let out = run(agent, config);
+    let t = &out.result().history[0];
+    let attempts = t.error_details.as_ref().unwrap()["attempts"]
+        .as_array()
+        .unwrap();
+    assert!(attempts[0]["atMs"].as_u64().unwrap() <= 5, "{attempts:?}");
+    for pair in attempts.windows(2) {
+        let (a, b) = (&pair[0], &pair[1]);
+        let expected = a["atMs"].as_u64().unwrap() + a["delayMs"].as_u64().unwrap();
+        let at = b["atMs"].as_u64().unwrap();
+        assert!((expected..=expected + 5).contains(&at), "{attempts:?}");
+    }
+    assert!(attempts[1]["atMs"].as_u64().unwrap() >= 750);
+}

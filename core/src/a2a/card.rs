@@ -1,5 +1,5 @@
 //! AgentCards: tolerant parsing with the normalisations of features.md §2.3 and a2a-wire §1.7,
-//! set validation (WM-13) and extension checks (TT-8).
+//! set validation and extension checks.
 
 use super::protojson::{
     DecodeError, ObjectWriter, Path, as_object, boolean, list, member, opt_bool, opt_string,
@@ -364,7 +364,7 @@ pub struct AgentCard {
     pub icon_url: Option<String>,
     /// Capabilities (defaults when absent on the wire; see [`AgentCard::has_capabilities`]).
     pub capabilities: AgentCapabilities,
-    /// Whether the card carried a `capabilities` object on the wire (WM-13 requires it).
+    /// Whether the card carried a `capabilities` object on the wire (a card without one is invalid).
     pub has_capabilities: bool,
     /// Scheme name → scheme.
     pub security_schemes: BTreeMap<String, SecurityScheme>,
@@ -806,7 +806,7 @@ pub struct CardSetError {
     pub problems: Vec<CardProblem>,
 }
 
-/// Validates a set of cards (WM-13): non-blank names, `capabilities` present, at least one
+/// Validates a set of cards: non-blank names, `capabilities` present, at least one
 /// interface, unique names. Reports every problem.
 pub fn validate_cards(cards: &[AgentCard]) -> Result<(), CardSetError> {
     let mut problems = Vec::new();
@@ -844,9 +844,9 @@ pub fn validate_cards(cards: &[AgentCard]) -> Result<(), CardSetError> {
     }
 }
 
-/// A required extension the content did not activate (TT-8).
+/// A required extension the content did not activate.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum ExtensionError {
+pub enum RequiredExtensionError {
     /// The card marks `uri` as required but it is not among the activated URIs.
     #[error("Required extension not activated: {uri}")]
     RequiredNotActivated {
@@ -859,12 +859,12 @@ pub enum ExtensionError {
 pub fn check_required_extensions(
     card: &AgentCard,
     activated: &[String],
-) -> Result<(), ExtensionError> {
+) -> Result<(), RequiredExtensionError> {
     match card
         .required_extensions()
         .find(|r| !activated.iter().any(|a| a == r))
     {
-        Some(uri) => Err(ExtensionError::RequiredNotActivated {
+        Some(uri) => Err(RequiredExtensionError::RequiredNotActivated {
             uri: uri.to_owned(),
         }),
         None => Ok(()),

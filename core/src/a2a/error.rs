@@ -1,5 +1,5 @@
 //! Standard A2A error envelopes and their projection to stable `a2a.<reason>` codes
-//! (a2a-wire §3.2, §4; features.md ER-2..ER-5).
+//! (a2a-wire §3.2, §4).
 //!
 //! Projection rules, in order:
 //! 1. the `google.rpc.ErrorInfo` detail (located by `@type` ending in `google.rpc.ErrorInfo`, else

@@ -27,13 +27,14 @@ pub use binding::{
 };
 pub use card::{
     AgentCapabilities, AgentCard, AgentExtension, AgentInterface, AgentProvider, AgentSkill,
-    CardError, CardProblem, CardSetError, ExtensionError, SecurityRequirement, SecurityScheme,
-    check_required_extensions, validate_cards,
+    CardError, CardProblem, CardSetError, RequiredExtensionError, SecurityRequirement,
+    SecurityScheme, check_required_extensions, validate_cards,
 };
 pub use error::{ProtocolError, redact_json};
 pub use protojson::{DecodeError, DecodeErrorKind};
 pub use sse::{SseDecoder, SseError, SseEvent};
 pub use types::{
-    Artifact, Message, Part, PartContent, Role, SendMessageConfiguration, SendMessageRequest,
-    StreamResponse, Task, TaskArtifactUpdateEvent, TaskState, TaskStatus, TaskStatusUpdateEvent,
+    Artifact, Message, Part, PartContent, RemoteTaskStatus, Role, SendMessageConfiguration,
+    SendMessageRequest, StreamResponse, Task, TaskArtifactUpdateEvent, TaskState,
+    TaskStatusUpdateEvent,
 };

@@ -395,7 +395,7 @@ impl core::fmt::Display for TaskState {
 
 /// A task's current status.
 #[derive(Debug, Clone, PartialEq, Default)]
-pub struct TaskStatus {
+pub struct RemoteTaskStatus {
     /// The state.
     pub state: TaskState,
     /// The agent's status message (e.g. a Negotiation-T Propose).
@@ -404,15 +404,15 @@ pub struct TaskStatus {
     pub timestamp: Option<String>,
 }
 
-impl TaskStatus {
+impl RemoteTaskStatus {
     /// Decodes a status.
-    pub fn from_json(v: &Value) -> Result<TaskStatus, DecodeError> {
-        TaskStatus::decode(v, &Path::Root)
+    pub fn from_json(v: &Value) -> Result<RemoteTaskStatus, DecodeError> {
+        RemoteTaskStatus::decode(v, &Path::Root)
     }
 
-    pub(crate) fn decode(v: &Value, path: &Path<'_>) -> Result<TaskStatus, DecodeError> {
+    pub(crate) fn decode(v: &Value, path: &Path<'_>) -> Result<RemoteTaskStatus, DecodeError> {
         let m = as_object(v, path)?;
-        Ok(TaskStatus {
+        Ok(RemoteTaskStatus {
             state: TaskState::decode(member(m, "state"), &path.key("state"))?,
             message: member(m, "message")
                 .map(|mv| Message::decode(mv, &path.key("message")))
@@ -433,7 +433,7 @@ impl TaskStatus {
         w.opt_str("timestamp", &self.timestamp).finish()
     }
 }
-via_protojson!(TaskStatus);
+via_protojson!(RemoteTaskStatus);
 
 /// An output of a task (a2a-wire §1.4).
 #[derive(Debug, Clone, PartialEq, Default)]
@@ -492,7 +492,7 @@ pub struct Task {
     /// Conversation id.
     pub context_id: Option<String>,
     /// Current status.
-    pub status: TaskStatus,
+    pub status: RemoteTaskStatus,
     /// Outputs so far.
     pub artifacts: Vec<Artifact>,
     /// Message history.
@@ -513,8 +513,8 @@ impl Task {
             id: string(m, "id", path)?,
             context_id: opt_string(m, "contextId", path)?,
             status: match member(m, "status") {
-                Some(s) => TaskStatus::decode(s, &path.key("status"))?,
-                None => TaskStatus::default(),
+                Some(s) => RemoteTaskStatus::decode(s, &path.key("status"))?,
+                None => RemoteTaskStatus::default(),
             },
             artifacts: list(m, "artifacts", path, Artifact::decode)?,
             history: list(m, "history", path, Message::decode)?,
@@ -544,7 +544,7 @@ pub struct TaskStatusUpdateEvent {
     /// Its context.
     pub context_id: Option<String>,
     /// The new status.
-    pub status: TaskStatus,
+    pub status: RemoteTaskStatus,
     /// Event (task-level) metadata.
     pub metadata: Option<Map<String, Value>>,
 }
@@ -561,8 +561,8 @@ impl TaskStatusUpdateEvent {
             task_id: string(m, "taskId", path)?,
             context_id: opt_string(m, "contextId", path)?,
             status: match member(m, "status") {
-                Some(s) => TaskStatus::decode(s, &path.key("status"))?,
-                None => TaskStatus::default(),
+                Some(s) => RemoteTaskStatus::decode(s, &path.key("status"))?,
+                None => RemoteTaskStatus::default(),
             },
             metadata: opt_struct(m, "metadata", path)?,
         })
@@ -652,7 +652,7 @@ pub enum StreamResponse {
 const PAYLOAD_KEYS: [&str; 4] = ["task", "message", "statusUpdate", "artifactUpdate"];
 
 impl StreamResponse {
-    /// Decodes a v1.0 wrapper, a v0.3 `kind`-discriminated bare object, or (TR-14) a bare
+    /// Decodes a v1.0 wrapper, a v0.3 `kind`-discriminated bare object, or a bare
     /// object recognised by its members: `id`+`status` is a task, `artifact`+`taskId` an
     /// artifact update, `status`+`taskId` a status update, `messageId`+`parts` a message.
     pub fn from_json(v: &Value) -> Result<StreamResponse, DecodeError> {

@@ -1,6 +1,6 @@
 //! A2A-T conventions: extension URIs, metadata keys and the Negotiation-T context.
 //!
-//! See a2a-wire §8 and features.md §2.5, NG-7, NG-8. URIs are compared exactly; the
+//! See a2a-wire §8. URIs are compared exactly; the
 //! Negotiation-T `NL` alias is accepted on read and never emitted.
 
 use crate::a2a::ReceivedMessage;
@@ -188,7 +188,7 @@ fn round_number(v: &Value, field: &'static str) -> Result<u32, NegotiationContex
 }
 
 impl NegotiationContext {
-    /// Parses a context strictly (NG-8): `id` a non-blank string; `round`/`maxRounds` integral
+    /// Parses a context strictly: `id` a non-blank string; `round`/`maxRounds` integral
     /// JSON numbers ≥ 1; `performative` exactly uppercase. Unknown members are ignored.
     pub fn from_json(v: &Value) -> Result<Self, NegotiationContextError> {
         let m = v.as_object().ok_or(NegotiationContextError::NotAnObject {
@@ -272,7 +272,7 @@ pub fn metadata_has_negotiation_key(meta: &Map<String, Value>) -> bool {
     meta.contains_key(NEGOTIATION_T_URI) || meta.contains_key(NEGOTIATION_T_NL_URI)
 }
 
-/// The negotiation context of a received message across its metadata layers (NG-7, NG-8):
+/// The negotiation context of a received message across its metadata layers:
 /// the message metadata, the task metadata and each artifact's metadata. Contexts found in
 /// several layers must be identical ([`NegotiationContextError::Conflicting`] otherwise); an
 /// invalid context in any layer is an error; none at all is `Ok(None)`.

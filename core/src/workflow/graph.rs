@@ -5,8 +5,8 @@
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
+use super::model::StepStatus;
 use super::{EdgeTarget, StepType, TerminalMarker, ValidatedWorkflow};
-use crate::result::StepStatus;
 
 /// Output format of [`render`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

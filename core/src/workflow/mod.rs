@@ -1,9 +1,9 @@
 //! Workflow model, strict parsing of the orchestration-center JSON, and graph validation.
 //!
-//! * [`Workflow`] and friends ([`model`]) are the owned document model (WM-1, WM-17).
+//! * [`Workflow`] and friends ([`model`]) are the owned document model.
 //! * [`Workflow::from_json_str`] / [`Workflow::from_json_value`] ([`parse`]) parse strictly and
-//!   report every problem with its JSON path (WM-2..WM-5).
-//! * [`ValidatedWorkflow::new`] ([`validate`]) checks the graph rules (WM-6..WM-12) and gives
+//!   report every problem with its JSON path.
+//! * [`ValidatedWorkflow::new`] ([`validate`]) checks the graph rules and gives
 //!   index-based, precomputed access for the executor: edges, predecessors, start steps,
 //!   topological order and resolved `context_from` sources.
 //! * [`parse_and_validate`] does both.
@@ -36,8 +36,8 @@ pub mod validate;
 
 pub use graph::{GraphFormat, render as render_graph};
 pub use model::{
-    BusinessInput, ContextFrom, Edge, Step, StepType, Subtask, TERMINAL_MARKERS, Workflow,
-    is_terminal_marker,
+    BusinessInput, ContextFrom, Edge, Step, StepStatus, StepType, Subtask, TERMINAL_MARKERS,
+    Workflow, is_terminal_marker,
 };
 pub use parse::{ParseProblem, WorkflowParseError};
 pub use validate::{

@@ -1,13 +1,13 @@
-//! The owned workflow model, as parsed from the orchestration-center JSON (WM-1).
+//! The owned workflow model, as parsed from the orchestration-center JSON.
 //!
 //! These types are plain data: they hold what the document said, with defaults filled in, and
 //! nothing else. Graph rules (unique names, known targets, no cycles, `context_from` ancestry) are
 //! checked by [`ValidatedWorkflow::new`](super::ValidatedWorkflow::new).
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-/// The edge targets that end a branch instead of naming a step (WM-8, RT-12).
+/// The edge targets that end a branch instead of naming a step.
 ///
 /// They are reserved: no step may carry one of these names. `retry` has no retry semantics.
 pub const TERMINAL_MARKERS: [&str; 3] = ["end", "retry", "endNode"];
@@ -35,20 +35,20 @@ pub struct Workflow {
 pub struct Step {
     /// The step name, also the routing target identifier.
     pub name: String,
-    /// Design-time hint only; readiness comes from the DAG (WM-16). Defaults to 0.
+    /// Design-time hint only; readiness comes from the DAG. Defaults to 0.
     pub layer: i64,
     /// How the subtasks' outcomes combine into the step outcome.
     pub step_type: StepType,
-    /// Which upstream results the step's tasks see (CX-9).
+    /// Which upstream results the step's tasks see.
     #[serde(skip_serializing_if = "ContextFrom::is_absent")]
     pub context_from: ContextFrom,
     /// The units of work of this step, run concurrently.
     pub subtasks: Vec<Subtask>,
-    /// Outgoing edges, in declaration order. Empty means the step is terminal (RT-1).
+    /// Outgoing edges, in declaration order. Empty means the step is terminal.
     pub next: Vec<Edge>,
 }
 
-/// The step policy (SP-1..SP-4).
+/// The step policy.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Default, Serialize)]
 #[serde(rename_all = "SCREAMING_SNAKE_CASE")]
 pub enum StepType {
@@ -71,7 +71,7 @@ impl StepType {
         }
     }
 
-    /// Parses a step type the way WM-3 describes: case-insensitive against the value form
+    /// Parses a step type as the workflow format defines it: case-insensitive against the value form
     /// (`AllSuccess`, `AnySuccess`, `SelfLoop`) or the enum name (`ALL_SUCCESS`, ...).
     ///
     /// Returns `None` for anything else, including the empty string.
@@ -91,7 +91,7 @@ impl core::fmt::Display for StepType {
     }
 }
 
-/// The `context_from` field of a step as written (WM-4, CX-9).
+/// The `context_from` field of a step as written.
 #[derive(Debug, Clone, PartialEq, Eq, Default, Serialize)]
 #[serde(untagged)]
 pub enum ContextFrom {
@@ -119,14 +119,14 @@ pub struct Subtask {
     pub skill: String,
     /// The task text; also the default business input.
     pub description: String,
-    /// The explicit business input (WM-17), if the document gave one.
+    /// The explicit business input, if the document gave one.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub input: Option<BusinessInput>,
 }
 
 impl Subtask {
     /// The input the engine passes to the host: the explicit `input`, or else
-    /// `BusinessInput::Text(description)` (WM-17).
+    /// `BusinessInput::Text(description)`.
     pub fn effective_input(&self) -> BusinessInput {
         match &self.input {
             Some(input) => input.clone(),
@@ -135,7 +135,7 @@ impl Subtask {
     }
 }
 
-/// The business input of a task: exactly one of non-blank text or arbitrary JSON data (WM-17).
+/// The business input of a task: exactly one of non-blank text or arbitrary JSON data.
 #[derive(Debug, Clone, PartialEq, Serialize, serde::Deserialize)]
 #[serde(untagged)]
 pub enum BusinessInput {
@@ -157,7 +157,7 @@ pub struct Edge {
 impl Edge {
     /// Whether the edge needs an `onRoute` decision: its condition is non-blank after trimming.
     ///
-    /// `null`, `""` and whitespace-only conditions are all unconditional (RT-2).
+    /// `null`, `""` and whitespace-only conditions are all unconditional.
     pub fn is_conditional(&self) -> bool {
         self.condition
             .as_deref()
@@ -268,4 +268,20 @@ mod tests {
             })
         );
     }
+}
+
+/// How a step ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum StepStatus {
+    /// Never reached: the run stopped or was cancelled first.
+    NotRun,
+    /// On a branch that was not taken (dead path); never dispatched.
+    Skipped,
+    /// Ran and succeeded.
+    Succeeded,
+    /// Ran and failed.
+    Failed,
+    /// Was running when the run was cancelled.
+    Cancelled,
 }

@@ -1,4 +1,4 @@
-//! Strict parsing of the orchestration-center workflow JSON (WM-2..WM-5, WM-17, §2.1).
+//! Strict parsing of the orchestration-center workflow JSON (§2.1).
 //!
 //! The parser walks a [`serde_json::Value`] by hand so that it can report **every** problem in
 //! one pass, each with the JSON path of the offending field (`steps[2].next[0].condition`).

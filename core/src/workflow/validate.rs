@@ -1,4 +1,4 @@
-//! Graph validation (WM-6..WM-12) into the index-based [`ValidatedWorkflow`].
+//! Graph validation into the index-based [`ValidatedWorkflow`].
 //!
 //! [`ValidatedWorkflow::new`] checks every rule and reports **every** problem it finds:
 //!
@@ -36,7 +36,7 @@ use crate::ids::StepId;
 /// Cycle messages name at most this many steps (the first and last halves of a longer cycle).
 pub const CYCLE_NAMES_SHOWN: usize = 16;
 
-/// A terminal marker used as an edge target (RT-12): it activates nothing.
+/// A terminal marker used as an edge target: it activates nothing.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum TerminalMarker {
     /// `end`
@@ -94,7 +94,7 @@ pub struct ResolvedEdge {
 }
 
 impl ResolvedEdge {
-    /// Whether activating this edge needs an `onRoute` decision (RT-2, RT-3).
+    /// Whether activating this edge needs an `onRoute` decision.
     pub fn is_conditional(&self) -> bool {
         self.condition.is_some()
     }
@@ -108,7 +108,7 @@ impl ResolvedEdge {
     }
 }
 
-/// Which upstream results a step sees, resolved from its `context_from` (CX-9).
+/// Which upstream results a step sees, resolved from its `context_from`.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum ContextSources {
     /// `context_from` absent, `null` or blank: the direct predecessors that have results.
@@ -537,7 +537,7 @@ impl ValidatedWorkflow {
         self.successors.of(id.index())
     }
 
-    /// The steps with no predecessors, in declaration order. `layer` plays no part (WM-16).
+    /// The steps with no predecessors, in declaration order. `layer` plays no part.
     pub fn start_steps(&self) -> &[StepId] {
         &self.start_steps
     }

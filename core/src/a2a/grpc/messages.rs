@@ -21,8 +21,9 @@
 
 use super::wire::{Field, Reader, WireError, Writer};
 use crate::a2a::types::{
-    Artifact, Message, Part, PartContent, Role, SendMessageConfiguration, SendMessageRequest,
-    StreamResponse, Task, TaskArtifactUpdateEvent, TaskState, TaskStatus, TaskStatusUpdateEvent,
+    Artifact, Message, Part, PartContent, RemoteTaskStatus, Role, SendMessageConfiguration,
+    SendMessageRequest, StreamResponse, Task, TaskArtifactUpdateEvent, TaskState,
+    TaskStatusUpdateEvent,
 };
 use serde_json::{Map, Number, Value};
 
@@ -416,7 +417,7 @@ fn read_message(b: &[u8]) -> Result<Message, WireError> {
 }
 grpc_message!(Message, write_message, read_message);
 
-fn write_status(s: &TaskStatus, w: &mut Writer) {
+fn write_status(s: &RemoteTaskStatus, w: &mut Writer) {
     write_enum(w, 1, state_number(s.state));
     if let Some(m) = &s.message {
         w.message(2, |mw| write_message(m, mw));
@@ -424,9 +425,9 @@ fn write_status(s: &TaskStatus, w: &mut Writer) {
     write_timestamp(w, 3, s.timestamp.as_deref());
 }
 
-fn read_status(b: &[u8]) -> Result<TaskStatus, WireError> {
-    let mut s = TaskStatus::default();
-    let mut r = Reader::new(b, "lf.a2a.v1.TaskStatus");
+fn read_status(b: &[u8]) -> Result<RemoteTaskStatus, WireError> {
+    let mut s = RemoteTaskStatus::default();
+    let mut r = Reader::new(b, "lf.a2a.v1.RemoteTaskStatus");
     while let Some(f) = r.next_field()? {
         match f.number {
             1 => s.state = TaskState::from_number(i64::from(f.int32()?)),
@@ -437,7 +438,7 @@ fn read_status(b: &[u8]) -> Result<TaskStatus, WireError> {
     }
     Ok(s)
 }
-grpc_message!(TaskStatus, write_status, read_status);
+grpc_message!(RemoteTaskStatus, write_status, read_status);
 
 fn write_artifact(a: &Artifact, w: &mut Writer) {
     w.string(1, &a.artifact_id);

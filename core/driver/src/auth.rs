@@ -1,0 +1,164 @@
+//! Built-in credential authentication at the transport: the plan per agent (from its card and
+//! the credentials file), the token cache with one login at a time, and the login exchange.
+//!
+//! Every rule lives in `a2at_core::auth`; this file only carries out the login request and
+//! guards the cache.
+
+use std::collections::BTreeMap;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use a2at_core::agents::AgentDirectory;
+use a2at_core::auth::{
+    AuthContext, AuthMaterial, AuthPlan, CredentialsConfig, PendingLogin, Resolution, TokenCache,
+    parse_login_response, plan_auth,
+};
+use a2at_core::protolog::{self, LogConfig};
+use http_body_util::BodyExt;
+
+use crate::http::{HttpClient, build_request, header_text};
+use crate::runtime::{Runtime, within};
+
+/// The authentication plans of an engine's agents and its token cache.
+pub(crate) struct Authenticator {
+    /// Agent → its plan, or why no request to it may be sent (e.g. required credentials are
+    /// missing: never send unauthenticated).
+    plans: BTreeMap<String, Result<AuthPlan, String>>,
+    /// Held across a login, so a (agent, scheme) is never logged in twice at once.
+    cache: async_lock::Mutex<TokenCache>,
+    /// Deadline of one login, body included.
+    login_timeout: Duration,
+}
+
+impl Authenticator {
+    /// Plans every agent of `directory`. `provider` says whether an [`AuthHook`](crate::AuthHook)
+    /// is configured, which may then be the only auth source.
+    pub(crate) fn new(
+        directory: &AgentDirectory,
+        credentials: Option<&CredentialsConfig>,
+        provider: bool,
+        login_timeout: Duration,
+    ) -> Authenticator {
+        let ctx = AuthContext {
+            provider_configured: provider,
+            client_certificate: false,
+        };
+        let plans = directory
+            .names()
+            .filter_map(|name| {
+                let entry = directory.get(name)?;
+                let creds = credentials.and_then(|c| c.agent(name));
+                let plan = plan_auth(&entry.card, creds, ctx).map_err(|e| e.to_string());
+                Some((name.to_owned(), plan))
+            })
+            .collect();
+        Authenticator {
+            plans,
+            cache: async_lock::Mutex::new(TokenCache::new()),
+            login_timeout,
+        }
+    }
+
+    /// What to add to a request to `agent`, logging in first when a token is missing or stale.
+    pub(crate) async fn material<R: Runtime>(
+        &self,
+        agent: &str,
+        client: &HttpClient<R>,
+        log: &LogConfig,
+    ) -> Result<AuthMaterial, String> {
+        let plan = match self.plans.get(agent) {
+            None => return Ok(AuthMaterial::default()),
+            Some(Err(e)) => return Err(e.clone()),
+            Some(Ok(plan)) if plan.is_empty() => return Ok(AuthMaterial::default()),
+            Some(Ok(plan)) => plan,
+        };
+        let mut cache = self.cache.lock().await;
+        loop {
+            match plan
+                .resolve(agent, &mut cache, now())
+                .map_err(|e| e.to_string())?
+            {
+                Resolution::Ready(material) => return Ok(material),
+                Resolution::Login(pending) => {
+                    match within::<R, _>(self.login_timeout, login(client, &pending, agent, log))
+                        .await
+                        .unwrap_or_else(|| {
+                            Err(format!(
+                                "no complete login response within {:?}",
+                                self.login_timeout
+                            ))
+                        }) {
+                        Ok(token) => cache.finish_login(
+                            agent,
+                            &pending.scheme,
+                            token,
+                            pending.token_ttl,
+                            now(),
+                        ),
+                        Err(e) => {
+                            cache.fail_login(agent, &pending.scheme);
+                            return Err(format!(
+                                "login for {agent}/{} failed: {e}",
+                                pending.scheme
+                            ));
+                        }
+                    }
+                }
+                // Only the lock holder logs in, and it finishes before releasing the lock.
+                Resolution::Wait { scheme } => {
+                    return Err(format!("login for {agent}/{scheme} is stuck in progress"));
+                }
+            }
+        }
+    }
+}
+
+fn now() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs())
+}
+
+/// Sends the login request (with the engine's HTTP client, so the same TLS policy) and reads
+/// the token. Request and response go to the protocol log, redacted (request fields such as
+/// `password` and the token in the response are masked).
+async fn login<R: Runtime>(
+    client: &HttpClient<R>,
+    pending: &PendingLogin,
+    agent: &str,
+    log: &LogConfig,
+) -> Result<a2at_core::auth::Token, String> {
+    let req = &pending.request;
+    let logging = tracing::enabled!(target: "a2at::protocol", tracing::Level::DEBUG);
+    if logging {
+        tracing::debug!(target: "a2at::protocol", "{}", protolog::format_login_request(agent, &pending.scheme, req, log));
+    }
+    let method = http::Method::from_bytes(req.method.as_bytes()).map_err(|e| e.to_string())?;
+    let request = build_request(method, &req.url, &req.headers, req.body.clone())
+        .map_err(|e| e.to_string())?;
+    let response = client.send(request).await.map_err(|(_, message)| message)?;
+    let status = response.status().as_u16();
+    let content_type = header_text(response.headers(), http::header::CONTENT_TYPE);
+    let body = response
+        .into_body()
+        .collect()
+        .await
+        .map_err(|e| e.to_string())?
+        .to_bytes();
+    let token = parse_login_response(status, &body, &pending.token_field);
+    if logging {
+        let shown = match &token {
+            Ok(t) => protolog::mask_login_token(&body, t.value.expose()),
+            Err(_) => body.to_vec(),
+        };
+        let entry = protolog::format_login_response(
+            agent,
+            &pending.scheme,
+            status,
+            content_type.as_deref(),
+            &shown,
+            log,
+        );
+        tracing::debug!(target: "a2at::protocol", "{entry}");
+    }
+    token.map_err(|e| e.to_string())
+}

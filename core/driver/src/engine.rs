@@ -1,0 +1,768 @@
+//! The [`Engine`]: validated cards, settings and the HTTP client, shared by every run.
+
+use std::collections::hash_map::RandomState;
+use std::future::Future;
+use std::hash::{BuildHasher, Hasher};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
+
+use a2at_core::RetryPolicy;
+use a2at_core::a2a::{AgentCard, Binding};
+use a2at_core::agents::AgentDirectory;
+use a2at_core::driver_support::EventEnvelope;
+use a2at_core::event::EventSelection;
+use a2at_core::host::{
+    ControlPoint, HostError, MessageContent, NegotiationReply, NegotiationRequest,
+    TaskExecutionResult, TaskRequest, TaskStatus, codes,
+};
+use a2at_core::result::ExecutionResult;
+use a2at_core::run::{Run, RunConfig, RunStart};
+use a2at_core::workflow::{ValidatedWorkflow, WorkflowError, parse_and_validate};
+use futures::FutureExt;
+use futures::channel::{mpsc, oneshot};
+use tracing::Instrument;
+
+use crate::auth::Authenticator;
+use crate::config::{
+    DEFAULT_LOGIN_TIMEOUT, EnvFile, EnvLookup, LogOverrides, SeedSource, protocol_log_config,
+};
+use crate::error::EngineError;
+use crate::events::{EventSink, OnFinish, OnFinishError, RunHandle};
+use crate::http::HttpClient;
+use crate::run_loop::{Driver, Recorder};
+use crate::runtime::Runtime;
+use crate::tls::TlsConfig;
+use crate::transport::{AuthHook, Limits, Transport};
+
+/// Engine settings. Budgets follow the core's defaults.
+#[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
+pub struct EngineConfig {
+    /// One budget per task activation: content, send, waiting and negotiation (default 600 s).
+    pub task_budget: Duration,
+    /// Budget of each `on_route` and `on_self_task` call (default 600 s).
+    pub callback_budget: Duration,
+    /// Delay between `GetTask` observations of a waiting task (default 250 ms).
+    pub poll_interval: Duration,
+    /// Budget of each `CancelTask` cleanup exchange (default 5 s).
+    pub cancel_budget: Duration,
+    /// Local negotiation exchanges allowed per task (default 3).
+    pub max_negotiation_exchanges: u32,
+    /// The binding to prefer when a card offers several (default: the card's order).
+    pub preferred_binding: Option<Binding>,
+    /// HTTP exchanges in flight at once per agent, across all runs (default 16).
+    pub max_in_flight_per_agent: usize,
+    /// HTTP exchanges in flight at once overall, across all runs (default 256).
+    pub max_in_flight: usize,
+    /// Where run seeds come from (default: the OS).
+    pub seed: SeedSource,
+    /// Deadline of one credential login, response body included (default 30 s).
+    /// A login that misses it fails the send with an authentication error; nothing is sent
+    /// unauthenticated.
+    pub login_timeout: Duration,
+    /// How faults of the network or of an overloaded agent are retried (default: 5 attempts,
+    /// 200 ms doubling to 5 s, with jitter). A message is resent only when the failure proves
+    /// the agent never processed it; a known task is found again with `SubscribeToTask` or
+    /// `GetTask`. [`RetryPolicy::FAIL_FAST`] turns every retry off.
+    pub retry: RetryPolicy,
+}
+
+impl Default for EngineConfig {
+    fn default() -> Self {
+        let core = RunConfig::default();
+        EngineConfig {
+            task_budget: core.task_budget,
+            callback_budget: core.callback_budget,
+            poll_interval: core.poll_interval,
+            cancel_budget: core.cancel_budget,
+            max_negotiation_exchanges: core.max_negotiation_exchanges,
+            preferred_binding: None,
+            max_in_flight_per_agent: 16,
+            max_in_flight: 256,
+            seed: SeedSource::Os,
+            login_timeout: DEFAULT_LOGIN_TIMEOUT,
+            retry: core.retry,
+        }
+    }
+}
+
+/// The environment variable holding the credential key (64 hex characters) when none is
+/// configured explicitly.
+pub const CREDENTIAL_KEY_ENV: &str = "A2AT_CRED_KEY";
+
+/// Reads and parses a credentials file. `enc:` values are decrypted with `key`, or else
+/// with the key in [`CREDENTIAL_KEY_ENV`]; a missing or wrong key, an unreadable file or a
+/// malformed entry is an error (fail closed).
+pub fn load_credentials(
+    path: &std::path::Path,
+    key: Option<&str>,
+) -> Result<a2at_core::auth::CredentialsConfig, EngineError> {
+    load_credentials_in(path, key, &EnvLookup::process())
+}
+
+/// [`load_credentials`] with the key looked up in `env` (process environment, then a
+/// host-loaded `.env` file) when none is given.
+fn load_credentials_in(
+    path: &std::path::Path,
+    key: Option<&str>,
+    env: &EnvLookup<'_>,
+) -> Result<a2at_core::auth::CredentialsConfig, EngineError> {
+    use a2at_core::auth::{CredentialKey, CredentialsConfig};
+    let text = std::fs::read_to_string(path)
+        .map_err(|e| EngineError::Credentials(format!("cannot read {}: {e}", path.display())))?;
+    let key_hex = match key {
+        Some(k) => Some(k.to_owned()),
+        None => env.var(CREDENTIAL_KEY_ENV),
+    };
+    let key = key_hex
+        .map(|hex| CredentialKey::from_hex(hex.trim()))
+        .transpose()
+        .map_err(|e| EngineError::Credentials(format!("credential key: {e}")))?;
+    CredentialsConfig::from_json_str(&text, key.as_ref())
+        .map_err(|e| EngineError::Credentials(format!("{}: {e}", path.display())))
+}
+
+/// Builds an [`Engine`].
+pub struct EngineBuilder<R> {
+    cards: Vec<AgentCard>,
+    config: EngineConfig,
+    http: Option<HttpClient<R>>,
+    auth: Option<AuthHook>,
+    credentials: Option<a2at_core::auth::CredentialsConfig>,
+    credentials_file: Option<std::path::PathBuf>,
+    credential_key: Option<a2at_core::auth::Secret>,
+    env_file: Option<EnvFile>,
+    log: LogOverrides,
+    tls: Option<TlsConfig>,
+}
+
+impl<R> std::fmt::Debug for EngineBuilder<R> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("EngineBuilder")
+            .field("cards", &self.cards.len())
+            .field("config", &self.config)
+            .finish_non_exhaustive()
+    }
+}
+
+impl<R: Runtime> EngineBuilder<R> {
+    /// Replaces all settings.
+    pub fn config(mut self, config: EngineConfig) -> Self {
+        self.config = config;
+        self
+    }
+
+    /// See [`EngineConfig::task_budget`].
+    pub fn task_budget(mut self, budget: Duration) -> Self {
+        self.config.task_budget = budget;
+        self
+    }
+
+    /// See [`EngineConfig::callback_budget`].
+    pub fn callback_budget(mut self, budget: Duration) -> Self {
+        self.config.callback_budget = budget;
+        self
+    }
+
+    /// See [`EngineConfig::retry`].
+    pub fn retry(mut self, policy: RetryPolicy) -> Self {
+        self.config.retry = policy;
+        self
+    }
+
+    /// See [`EngineConfig::poll_interval`].
+    pub fn poll_interval(mut self, interval: Duration) -> Self {
+        self.config.poll_interval = interval;
+        self
+    }
+
+    /// See [`EngineConfig::cancel_budget`].
+    pub fn cancel_budget(mut self, budget: Duration) -> Self {
+        self.config.cancel_budget = budget;
+        self
+    }
+
+    /// See [`EngineConfig::max_negotiation_exchanges`].
+    pub fn max_negotiation_exchanges(mut self, n: u32) -> Self {
+        self.config.max_negotiation_exchanges = n;
+        self
+    }
+
+    /// See [`EngineConfig::preferred_binding`].
+    pub fn preferred_binding(mut self, binding: Binding) -> Self {
+        self.config.preferred_binding = Some(binding);
+        self
+    }
+
+    /// See [`EngineConfig::max_in_flight_per_agent`].
+    pub fn max_in_flight_per_agent(mut self, n: usize) -> Self {
+        self.config.max_in_flight_per_agent = n;
+        self
+    }
+
+    /// See [`EngineConfig::max_in_flight`].
+    pub fn max_in_flight(mut self, n: usize) -> Self {
+        self.config.max_in_flight = n;
+        self
+    }
+
+    /// See [`EngineConfig::seed`].
+    pub fn seed(mut self, seed: SeedSource) -> Self {
+        self.config.seed = seed;
+        self
+    }
+
+    /// Uses this HTTP client (e.g. to share a pool or count requests) instead of a new one.
+    pub fn http_client(mut self, client: HttpClient<R>) -> Self {
+        self.http = Some(client);
+        self
+    }
+
+    /// Adds headers (authentication) to every request; see [`AuthHook`]. Its headers are merged
+    /// with the built-in credentials' (a conflicting value for one header blocks the send), and
+    /// with a hook configured, an agent whose requirements no credential meets is left to it.
+    pub fn auth_headers(mut self, hook: AuthHook) -> Self {
+        self.auth = Some(hook);
+        self
+    }
+
+    /// The TLS policy of the engine's own HTTP client (ignored when [`EngineBuilder::http_client`]
+    /// supplies one): extra CA certificates, a client identity, or the development-only
+    /// insecure mode.
+    pub fn tls(mut self, tls: TlsConfig) -> Self {
+        self.tls = Some(tls);
+        self
+    }
+
+    /// Built-in credential authentication (a parsed credentials file): for each agent, the first
+    /// `securityRequirements` entry whose schemes all have credentials is applied, logging in and
+    /// caching tokens as configured. Without credentials or a hook, a request to an agent whose
+    /// card requires authentication fails instead of going out unauthenticated.
+    pub fn credentials(mut self, credentials: a2at_core::auth::CredentialsConfig) -> Self {
+        self.credentials = Some(credentials);
+        self
+    }
+
+    /// Built-in credential authentication from a credentials file, read and decrypted
+    /// when the engine is built: a missing or malformed file, or an `enc:` value without the
+    /// right key, fails [`EngineBuilder::build`]. Give credentials either this way or
+    /// with [`EngineBuilder::credentials`], never both.
+    pub fn credentials_file(mut self, path: impl Into<std::path::PathBuf>) -> Self {
+        self.credentials_file = Some(path.into());
+        self
+    }
+
+    /// The key (64 hex characters) of `enc:` values in the credentials file; it takes
+    /// precedence over the [`CREDENTIAL_KEY_ENV`] variable.
+    pub fn credential_key(mut self, hex: impl Into<String>) -> Self {
+        self.credential_key = Some(a2at_core::auth::Secret::new(hex));
+        self
+    }
+
+    /// A `.env` file the host loaded: its values apply where the process environment sets
+    /// nothing, for [`CREDENTIAL_KEY_ENV`] and the protocol log knobs. The engine never reads a
+    /// `.env` file on its own.
+    pub fn env_file(mut self, env: EnvFile) -> Self {
+        self.env_file = Some(env);
+        self
+    }
+
+    /// See [`EngineConfig::login_timeout`] (must be positive).
+    pub fn login_timeout(mut self, timeout: Duration) -> Self {
+        self.config.login_timeout = timeout;
+        self
+    }
+
+    /// Whether protocol log entries include bodies; overrides
+    /// `WORKFLOW_ENGINE_PROTOCOL_INCLUDE_BODY` (default true).
+    pub fn protocol_log_body(mut self, include: bool) -> Self {
+        self.log.include_body = Some(include);
+        self
+    }
+
+    /// The character cap of a logged body (at least 256); overrides
+    /// `WORKFLOW_ENGINE_PROTOCOL_MAX_BODY_CHARS` (default 100 000).
+    pub fn protocol_log_max_body_chars(mut self, chars: usize) -> Self {
+        self.log.max_body_chars = Some(chars);
+        self
+    }
+
+    /// Pretty protocol log entries (one header per line, indented JSON); overrides
+    /// `WORKFLOW_ENGINE_PROTOCOL_PRETTY` (default true). Redaction is always on.
+    pub fn protocol_log_pretty(mut self, pretty: bool) -> Self {
+        self.log.pretty = Some(pretty);
+        self
+    }
+
+    /// Validates the cards and settings and builds the engine.
+    pub fn build(self) -> Result<Engine<R>, EngineError> {
+        if self.config.login_timeout.is_zero() {
+            return Err(EngineError::Config("login_timeout must be positive"));
+        }
+        self.config.run_config(0).validate()?;
+        let env = EnvLookup::with_file(self.env_file.as_ref());
+        let log = protocol_log_config(&env, Some(self.log))?;
+        let credentials = match (self.credentials, &self.credentials_file) {
+            (Some(_), Some(_)) => {
+                return Err(EngineError::Credentials(
+                    "given both as a file and inline; give one of them".into(),
+                ));
+            }
+            (Some(c), None) => Some(c),
+            (None, Some(path)) => Some(load_credentials_in(
+                path,
+                self.credential_key.as_ref().map(|k| k.expose()),
+                &env,
+            )?),
+            (None, None) => None,
+        };
+        if self.config.max_in_flight == 0 {
+            return Err(EngineError::Config("max_in_flight must be at least 1"));
+        }
+        if self.config.max_in_flight_per_agent == 0 {
+            return Err(EngineError::Config(
+                "max_in_flight_per_agent must be at least 1",
+            ));
+        }
+        let directory = AgentDirectory::new(self.cards, self.config.preferred_binding)?;
+        let tls = self.tls.unwrap_or_default();
+        let client = match self.http {
+            Some(c) => c,
+            None => HttpClient::with_tls(&tls)?,
+        };
+        let authenticator = Authenticator::new(
+            &directory,
+            credentials.as_ref(),
+            self.auth.is_some(),
+            self.config.login_timeout,
+        );
+        let limits = Limits::new(
+            directory.names(),
+            self.config.max_in_flight_per_agent,
+            self.config.max_in_flight,
+        );
+        Ok(Engine {
+            inner: Arc::new(Inner {
+                directory: Arc::new(directory),
+                config: self.config,
+                transport: Arc::new(Transport {
+                    credentials: authenticator,
+                    client,
+                    limits,
+                    auth: self.auth,
+                    log,
+                }),
+                runs: AtomicU64::new(0),
+                credentials,
+                tls,
+            }),
+        })
+    }
+}
+
+struct Inner<R> {
+    directory: Arc<AgentDirectory>,
+    config: EngineConfig,
+    transport: Arc<Transport<R>>,
+    runs: AtomicU64,
+    /// Kept for the [`ExtensionSender`](crate::ExtensionSender) built from this engine.
+    credentials: Option<a2at_core::auth::CredentialsConfig>,
+    /// Kept for the [`ExtensionSender`](crate::ExtensionSender) built from this engine.
+    tls: TlsConfig,
+}
+
+/// The engine: validated cards, settings, the HTTP client and the concurrency limits. Cheap to
+/// clone; every clone shares them, so one engine serves many concurrent runs.
+pub struct Engine<R> {
+    inner: Arc<Inner<R>>,
+}
+
+impl<R> Clone for Engine<R> {
+    fn clone(&self) -> Self {
+        Engine {
+            inner: self.inner.clone(),
+        }
+    }
+}
+
+impl<R> std::fmt::Debug for Engine<R> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Engine")
+            .field("agents", &self.inner.directory.len())
+            .field("config", &self.inner.config)
+            .finish_non_exhaustive()
+    }
+}
+
+impl<R: Runtime> Engine<R> {
+    /// Starts building an engine for these agents.
+    pub fn builder(cards: Vec<AgentCard>) -> EngineBuilder<R> {
+        EngineBuilder {
+            cards,
+            config: EngineConfig::default(),
+            http: None,
+            auth: None,
+            credentials: None,
+            credentials_file: None,
+            credential_key: None,
+            env_file: None,
+            log: LogOverrides::default(),
+            tls: None,
+        }
+    }
+
+    /// The settings.
+    pub fn config(&self) -> &EngineConfig {
+        &self.inner.config
+    }
+
+    /// The validated agents.
+    pub fn directory(&self) -> &AgentDirectory {
+        &self.inner.directory
+    }
+
+    /// The HTTP client (e.g. to read [`HttpClient::requests_sent`]).
+    pub fn http_client(&self) -> &HttpClient<R> {
+        &self.inner.transport.client
+    }
+
+    /// The validated agents, the authentication hook and the credentials, for the
+    /// [`ExtensionSender`](crate::ExtensionSender) built from this engine.
+    pub(crate) fn extension_parts(&self) -> ExtensionParts {
+        ExtensionParts {
+            directory: self.inner.directory.clone(),
+            auth: self.inner.transport.auth.clone(),
+            credentials: self.inner.credentials.clone(),
+            tls: self.inner.tls.clone(),
+            log: self.inner.transport.log,
+        }
+    }
+
+    /// Prepares a run: the one way to start one. Set its options (start input, event sink,
+    /// `on_finish`, seed, trace) on the [`RunBuilder`], then [`RunBuilder::spawn`] it for a
+    /// [`RunHandle`] (events, cancel, result) or [`RunBuilder::execute`] it for the result.
+    pub fn run<C: ControlPoint + 'static>(
+        &self,
+        workflow: impl Into<Arc<ValidatedWorkflow>>,
+        control_point: Arc<C>,
+    ) -> RunBuilder<R, C> {
+        RunBuilder {
+            engine: self.clone(),
+            workflow: workflow.into(),
+            control_point,
+            start: RunStart::default(),
+            on_finish: None,
+            sink: None,
+            seed: None,
+            trace: None,
+            events: None,
+        }
+    }
+
+    /// Runs a workflow to its end: the convenience form of
+    /// `self.run(workflow, control_point).start(start).spawn().result()`. Dropping the future
+    /// cancels the run (its cleanup still runs in the background).
+    pub async fn execute<C: ControlPoint + 'static>(
+        &self,
+        workflow: impl Into<Arc<ValidatedWorkflow>>,
+        start: RunStart,
+        control_point: Arc<C>,
+    ) -> ExecutionResult {
+        self.run(workflow, control_point)
+            .start(start)
+            .spawn()
+            .result()
+            .await
+    }
+
+    /// Sends one message to `agent` outside any workflow and waits for the task's result.
+    /// A Propose from the agent fails the task with `host.handler_missing`; see
+    /// [`Engine::send_task_negotiating`].
+    pub async fn send_task(&self, agent: &str, content: MessageContent) -> TaskExecutionResult {
+        self.send_task_inner::<NoNegotiation>(agent, content, None)
+            .await
+    }
+
+    /// Like [`Engine::send_task`], answering Negotiation-T Proposes with `strategy`'s
+    /// `on_negotiation` (its other callbacks are never called).
+    pub async fn send_task_negotiating<N: ControlPoint + 'static>(
+        &self,
+        agent: &str,
+        content: MessageContent,
+        strategy: Arc<N>,
+    ) -> TaskExecutionResult {
+        self.send_task_inner(agent, content, Some(strategy)).await
+    }
+
+    async fn send_task_inner<N: ControlPoint + 'static>(
+        &self,
+        agent: &str,
+        content: MessageContent,
+        strategy: Option<Arc<N>>,
+    ) -> TaskExecutionResult {
+        let workflow = match one_step_workflow(agent) {
+            Ok(w) => w,
+            Err(e) => return local_failure(agent, codes::AGENT_NOT_FOUND, e.to_string()),
+        };
+        let control_point = Arc::new(SendTaskControlPoint { content, strategy });
+        let result = self
+            .execute(workflow, RunStart::default(), control_point)
+            .await;
+        match result.history.into_iter().next() {
+            Some(task) => task,
+            None => {
+                let (code, message) = match result.error {
+                    Some(e) => (e.code, e.message),
+                    None => (codes::EXECUTION_FAILED.to_owned(), "no task ran".to_owned()),
+                };
+                local_failure(agent, &code, message)
+            }
+        }
+    }
+
+    fn next_seed(&self) -> u64 {
+        match self.inner.config.seed {
+            SeedSource::Fixed(seed) => seed,
+            SeedSource::Os => {
+                let mut hasher = RandomState::new().build_hasher();
+                hasher.write_u64(self.inner.runs.fetch_add(1, Ordering::Relaxed));
+                hasher.finish()
+            }
+        }
+    }
+
+    fn run_config(&self, seed: u64) -> RunConfig {
+        self.inner.config.run_config(seed)
+    }
+}
+
+impl EngineConfig {
+    /// The core settings of a run with `seed`.
+    fn run_config(&self, seed: u64) -> RunConfig {
+        RunConfig {
+            seed,
+            task_budget: self.task_budget,
+            callback_budget: self.callback_budget,
+            poll_interval: self.poll_interval,
+            cancel_budget: self.cancel_budget,
+            max_negotiation_exchanges: self.max_negotiation_exchanges,
+            retry: self.retry,
+            ..RunConfig::default()
+        }
+    }
+}
+
+/// What an [`ExtensionSender`](crate::ExtensionSender) built from an engine takes over.
+pub(crate) struct ExtensionParts {
+    pub(crate) directory: Arc<AgentDirectory>,
+    pub(crate) auth: Option<AuthHook>,
+    pub(crate) credentials: Option<a2at_core::auth::CredentialsConfig>,
+    pub(crate) tls: TlsConfig,
+    pub(crate) log: a2at_core::protolog::LogConfig,
+}
+
+/// One run's options, from [`Engine::run`].
+pub struct RunBuilder<R, C> {
+    engine: Engine<R>,
+    workflow: Arc<ValidatedWorkflow>,
+    control_point: Arc<C>,
+    start: RunStart,
+    on_finish: Option<OnFinish>,
+    sink: Option<EventSink>,
+    seed: Option<u64>,
+    trace: Option<Box<dyn std::io::Write + Send>>,
+    events: Option<EventSelection>,
+}
+
+impl<R, C> std::fmt::Debug for RunBuilder<R, C> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RunBuilder")
+            .field("start", &self.start)
+            .field("seed", &self.seed)
+            .finish_non_exhaustive()
+    }
+}
+
+impl<R: Runtime, C: ControlPoint + 'static> RunBuilder<R, C> {
+    /// The runtime intent and language of the run.
+    pub fn start(mut self, start: RunStart) -> Self {
+        self.start = start;
+        self
+    }
+
+    /// Fixes this run's id seed (overrides [`EngineConfig::seed`]).
+    pub fn seed(mut self, seed: u64) -> Self {
+        self.seed = Some(seed);
+        self
+    }
+
+    /// Records the run as an a2at trace (JSON lines: a header with the seed, configuration,
+    /// workflow and cards, then every input with its time and every output) into `writer`.
+    /// Replay it with `a2at_core::trace::replay` or `a2at replay`. A write error is logged and
+    /// stops the recording; it never affects the run.
+    pub fn record(mut self, writer: impl std::io::Write + Send + 'static) -> Self {
+        self.trace = Some(Box::new(writer));
+        self
+    }
+
+    /// Which events the run builds ([`EventSelection`]). By default a spawned run emits every
+    /// event; [`RunBuilder::execute`] with no event sink and no `on_finish` hook emits none,
+    /// since nobody could see them (the result is the same either way).
+    pub fn events(mut self, selection: EventSelection) -> Self {
+        self.events = Some(selection);
+        self
+    }
+
+    /// Calls `sink` with every event as it happens; its panics are ignored.
+    pub fn event_sink(mut self, sink: impl Fn(&EventEnvelope) + Send + Sync + 'static) -> Self {
+        self.sink = Some(Arc::new(sink));
+        self
+    }
+
+    /// A synchronous `on_finish` hook; its failure (error or panic) is logged and never changes
+    /// the result.
+    pub fn on_finish<F, E>(self, hook: F) -> Self
+    where
+        F: Fn(&ExecutionResult, &[EventEnvelope]) -> Result<(), E> + Send + Sync + 'static,
+        E: Into<OnFinishError>,
+    {
+        let hook = Arc::new(hook);
+        self.on_finish_async(move |result, events| {
+            let hook = hook.clone();
+            async move { hook(&result, &events).map_err(Into::into) }
+        })
+    }
+
+    /// An async `on_finish` hook; its failure (error or panic) is logged and never changes the
+    /// result.
+    pub fn on_finish_async<F, Fut>(mut self, hook: F) -> Self
+    where
+        F: Fn(ExecutionResult, Vec<EventEnvelope>) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = Result<(), OnFinishError>> + Send + 'static,
+    {
+        self.on_finish = Some(Arc::new(move |r, e| hook(r, e).boxed()));
+        self
+    }
+
+    /// Starts the run in its own task on the runtime's executor: with `a2at-tokio` it must be
+    /// called inside a tokio runtime; with `a2at-smol` it runs on smol's global executor and may
+    /// be called from any thread.
+    pub fn spawn(self) -> RunHandle {
+        let seed = self.seed.unwrap_or_else(|| self.engine.next_seed());
+        let mut config = self.engine.run_config(seed);
+        config.events = self.events.unwrap_or_default();
+        let recorder = self.trace.and_then(|writer| {
+            Recorder::start(
+                writer,
+                &self.workflow,
+                &self.engine.inner.directory,
+                &config,
+                &self.start,
+            )
+        });
+        let run = Run::new(
+            self.workflow,
+            self.engine.inner.directory.clone(),
+            config,
+            self.start,
+        );
+        let execution_id = run.execution_id().to_owned();
+        tracing::info!(%execution_id, seed, "run started");
+        let (events_tx, events_rx) = mpsc::unbounded();
+        let (cancel_tx, cancel_rx) = oneshot::channel();
+        let (result_tx, result_rx) = oneshot::channel();
+        let driver = Driver {
+            transport: self.engine.inner.transport.clone(),
+            control_point: self.control_point,
+            on_finish: self.on_finish,
+            sink: self.sink,
+            events_tx,
+            recorder,
+        };
+        let span = tracing::info_span!("a2at_run", %execution_id, seed);
+        R::spawn(
+            async move {
+                let result = driver.drive(run, cancel_rx).await;
+                let _ = result_tx.send(result);
+            }
+            .instrument(span),
+        );
+        RunHandle {
+            execution_id,
+            seed,
+            events: Some(events_rx),
+            result: result_rx,
+            cancel: std::sync::Mutex::new(Some(cancel_tx)),
+        }
+    }
+
+    /// Starts the run and waits for its result; dropping the future cancels the run.
+    pub async fn execute(mut self) -> ExecutionResult {
+        if self.events.is_none() && self.sink.is_none() && self.on_finish.is_none() {
+            self.events = Some(EventSelection::None);
+        }
+        self.spawn().result().await
+    }
+}
+
+/// The synthetic workflow behind `send_task`: one step, one subtask for `agent`.
+fn one_step_workflow(agent: &str) -> Result<ValidatedWorkflow, WorkflowError> {
+    let json = serde_json::json!({
+        "name": "send_task",
+        "steps": [{"name": "send_task", "subtasks": [{"agent": agent, "description": "send_task"}]}]
+    });
+    parse_and_validate(&json.to_string())
+}
+
+fn local_failure(agent: &str, code: &str, message: String) -> TaskExecutionResult {
+    TaskExecutionResult {
+        step_name: "send_task".into(),
+        subtask_index: 0,
+        agent_name: agent.into(),
+        skill: String::new(),
+        task_id: String::new(),
+        task_description: "send_task".into(),
+        status: TaskStatus::Failed,
+        outputs: Vec::new(),
+        received_messages: Vec::new(),
+        error: Some(message),
+        error_code: Some(code.into()),
+        error_details: None,
+        remote_task_id: None,
+        context_id: None,
+    }
+}
+
+/// A control point with only the trait's fail-fast defaults.
+struct NoNegotiation;
+
+impl ControlPoint for NoNegotiation {}
+
+/// Answers `on_task` with the given content and delegates `on_negotiation`.
+struct SendTaskControlPoint<N> {
+    content: MessageContent,
+    strategy: Option<Arc<N>>,
+}
+
+impl<N: ControlPoint + 'static> ControlPoint for SendTaskControlPoint<N> {
+    fn on_task(
+        &self,
+        _request: TaskRequest,
+    ) -> impl Future<Output = Result<MessageContent, HostError>> + Send {
+        std::future::ready(Ok(self.content.clone()))
+    }
+
+    fn on_negotiation(
+        &self,
+        request: NegotiationRequest,
+    ) -> impl Future<Output = Result<NegotiationReply, HostError>> + Send {
+        let strategy = self.strategy.clone();
+        async move {
+            match strategy {
+                Some(s) => s.on_negotiation(request).await,
+                None => Err(HostError::missing_handler("on_negotiation")),
+            }
+        }
+    }
+}

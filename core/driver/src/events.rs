@@ -1,0 +1,125 @@
+//! What a run hands back while and after it runs: the `on_finish` hook, the event sink and the
+//! [`RunHandle`].
+
+use std::pin::Pin;
+use std::sync::{Arc, Mutex};
+use std::task::{Context, Poll};
+
+use a2at_core::driver_support::EventEnvelope;
+use a2at_core::result::{ExecutionResult, RunError};
+use futures::channel::{mpsc, oneshot};
+use futures::future::BoxFuture;
+use futures::{Stream, StreamExt};
+
+/// A synchronous observer of every event. Its panics are caught and ignored: events never affect
+/// execution (EV catalogue). It may be called from any thread.
+pub type EventSink = Arc<dyn Fn(&EventEnvelope) + Send + Sync>;
+
+/// The error an `on_finish` hook may return; it is logged and never changes the result.
+pub type OnFinishError = Box<dyn std::error::Error + Send + Sync>;
+
+/// The `on_finish` hook: gets the result and the events collected so far (everything but
+/// `close`), after the run finished and before `close` is emitted.
+pub type OnFinish = Arc<
+    dyn Fn(ExecutionResult, Vec<EventEnvelope>) -> BoxFuture<'static, Result<(), OnFinishError>>
+        + Send
+        + Sync,
+>;
+
+/// A running workflow: its events as they happen, cancellation and the final result.
+///
+/// Dropping the handle (or the future of [`RunHandle::result`]) cancels the run; the run is still
+/// driven to the end of its cleanup in the background.
+#[derive(Debug)]
+pub struct RunHandle {
+    pub(crate) execution_id: String,
+    pub(crate) seed: u64,
+    pub(crate) events: Option<mpsc::UnboundedReceiver<EventEnvelope>>,
+    pub(crate) result: oneshot::Receiver<ExecutionResult>,
+    /// Sending or dropping it cancels the run.
+    pub(crate) cancel: Mutex<Option<oneshot::Sender<()>>>,
+}
+
+impl RunHandle {
+    /// The run's execution id.
+    pub fn execution_id(&self) -> &str {
+        &self.execution_id
+    }
+
+    /// The id seed of the run: with [`SeedSource::Fixed`](crate::SeedSource::Fixed) and the same
+    /// inputs, a run reproduces its wire ids.
+    pub fn seed(&self) -> u64 {
+        self.seed
+    }
+
+    /// The next event, or `None` after `close` (or when [`RunHandle::events`] took the stream).
+    pub async fn next_event(&mut self) -> Option<EventEnvelope> {
+        match &mut self.events {
+            Some(rx) => rx.next().await,
+            None => None,
+        }
+    }
+
+    /// The event stream, ending after `close`. It can be taken once; later calls give an empty
+    /// stream.
+    pub fn events(&mut self) -> EventStream {
+        EventStream {
+            rx: self.events.take(),
+        }
+    }
+
+    /// Asks the run to cancel: the core cancels every known non-final remote task and drops late
+    /// results. The result (code `workflow.cancelled`) still arrives through
+    /// [`RunHandle::result`].
+    pub fn cancel(&self) {
+        let sender = self.cancel.lock().unwrap_or_else(|e| e.into_inner()).take();
+        if let Some(sender) = sender {
+            let _ = sender.send(());
+        }
+    }
+
+    /// Waits for the result. Dropping this future cancels the run.
+    pub async fn result(self) -> ExecutionResult {
+        let RunHandle {
+            execution_id,
+            result,
+            cancel,
+            events,
+            ..
+        } = self;
+        // Nobody reads events any more: stop buffering them.
+        drop(events);
+        let outcome = result.await;
+        drop(cancel);
+        outcome.unwrap_or_else(|_| ExecutionResult {
+            execution_id,
+            success: false,
+            error: Some(RunError {
+                code: "runtime.driver_failed".into(),
+                message: "the run's driver task ended without a result (runtime shut down or \
+                          driver bug)"
+                    .into(),
+            }),
+            history: Vec::new(),
+            step_outputs: Default::default(),
+            steps: Vec::new(),
+        })
+    }
+}
+
+/// The events of one run as a [`Stream`]; it ends after `close`.
+#[derive(Debug)]
+pub struct EventStream {
+    rx: Option<mpsc::UnboundedReceiver<EventEnvelope>>,
+}
+
+impl Stream for EventStream {
+    type Item = EventEnvelope;
+
+    fn poll_next(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<EventEnvelope>> {
+        match &mut self.rx {
+            Some(rx) => rx.poll_next_unpin(cx),
+            None => Poll::Ready(None),
+        }
+    }
+}

@@ -1,0 +1,278 @@
+//! The HTTP client: hyper's HTTP/1.1 client connection (`client::conn::http1`) over the
+//! runtime's TCP connections (`TCP_NODELAY` on) and `futures-rustls` (ring provider, webpki
+//! roots, verification on), with a small pool of idle connections per `(scheme, host, port)`;
+//! plus the request and header helpers every sender uses (task traffic, logins, discovery).
+//!
+//! hyper-util's pooled `client-legacy` client is not used: it is written for tokio only, and
+//! this client runs on every [`Runtime`].
+
+use std::collections::HashMap;
+use std::error::Error as StdError;
+use std::marker::PhantomData;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+
+use a2at_core::a2a::HttpMethod;
+use a2at_core::io::TransportErrorKind;
+use bytes::Bytes;
+use futures_rustls::TlsConnector;
+use futures_rustls::rustls::pki_types::ServerName;
+use http_body_util::Full;
+use hyper::body::Incoming;
+use hyper::client::conn::http1::{SendRequest, handshake};
+use smol_hyper::rt::FuturesIo;
+
+use crate::error::EngineError;
+use crate::runtime::Runtime;
+use crate::tls::{TlsConfig, client_config};
+
+/// The pooled HTTP/1.1 client of an engine (http and https, TLS verified against the webpki
+/// roots, `TCP_NODELAY` on). Cloning shares the pool and the request counter.
+pub struct HttpClient<R> {
+    connector: Arc<Connector<R>>,
+    sent: Arc<AtomicU64>,
+}
+
+impl<R> Clone for HttpClient<R> {
+    fn clone(&self) -> Self {
+        HttpClient {
+            connector: self.connector.clone(),
+            sent: self.sent.clone(),
+        }
+    }
+}
+
+impl<R> std::fmt::Debug for HttpClient<R> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("HttpClient")
+            .field("requests_sent", &self.requests_sent())
+            .finish_non_exhaustive()
+    }
+}
+
+impl<R> HttpClient<R> {
+    /// How many requests this client (and its clones) has handed to the connection pool.
+    pub fn requests_sent(&self) -> u64 {
+        self.sent.load(Ordering::Relaxed)
+    }
+}
+
+impl<R: Runtime> HttpClient<R> {
+    /// A new client with its own connection pool, verifying servers against the webpki roots.
+    pub fn new() -> Result<HttpClient<R>, EngineError> {
+        HttpClient::with_tls(&TlsConfig::default())
+    }
+
+    /// A new client with its own connection pool and the given TLS policy; a policy that cannot
+    /// be built (unreadable PEM, a key that does not match) is an error.
+    pub fn with_tls(tls: &TlsConfig) -> Result<HttpClient<R>, EngineError> {
+        Ok(HttpClient {
+            connector: Arc::new(Connector::new(tls)?),
+            sent: Arc::new(AtomicU64::new(0)),
+        })
+    }
+
+    /// Sends one request and waits for the response head.
+    pub(crate) async fn send(
+        &self,
+        request: http::Request<Full<Bytes>>,
+    ) -> Result<http::Response<hyper::body::Incoming>, (TransportErrorKind, String)> {
+        self.sent.fetch_add(1, Ordering::Relaxed);
+        self.connector.request(request).await
+    }
+}
+
+/// Idle connections kept per origin.
+const MAX_IDLE_PER_ORIGIN: usize = 32;
+
+type Sender = SendRequest<Full<Bytes>>;
+type Failure = (TransportErrorKind, String);
+
+/// `(https, host, port)`.
+type Origin = (bool, String, u16);
+
+/// The pooled connections behind an [`HttpClient`].
+struct Connector<R> {
+    tls: TlsConnector,
+    idle: Arc<Mutex<HashMap<Origin, Vec<Sender>>>>,
+    runtime: PhantomData<fn() -> R>,
+}
+
+impl<R: Runtime> Connector<R> {
+    fn new(tls: &TlsConfig) -> Result<Connector<R>, EngineError> {
+        Ok(Connector {
+            tls: TlsConnector::from(Arc::new(client_config(tls)?)),
+            idle: Arc::default(),
+            runtime: PhantomData,
+        })
+    }
+
+    /// Sends one request on an idle or new connection and waits for the response head. A
+    /// request that an idle connection could not take (closed meanwhile) goes to a new one.
+    async fn request(
+        &self,
+        mut request: http::Request<Full<Bytes>>,
+    ) -> Result<http::Response<Incoming>, Failure> {
+        let origin = origin_form(&mut request)?;
+        loop {
+            let (mut sender, pooled) = match self.checkout(&origin) {
+                Some(sender) => (sender, true),
+                None => (self.connect(&origin).await?, false),
+            };
+            match sender.try_send_request(request).await {
+                Ok(response) => {
+                    self.checkin_when_idle(origin, sender);
+                    return Ok(response);
+                }
+                Err(mut e) => match e.take_message() {
+                    Some(unsent) if pooled => request = unsent,
+                    _ => return Err((TransportErrorKind::Io, describe(e.error()))),
+                },
+            }
+        }
+    }
+
+    fn checkout(&self, origin: &Origin) -> Option<Sender> {
+        let mut idle = self.idle.lock().unwrap_or_else(|e| e.into_inner());
+        let list = idle.get_mut(origin)?;
+        while let Some(sender) = list.pop() {
+            if sender.is_ready() {
+                return Some(sender);
+            }
+        }
+        None
+    }
+
+    /// Returns the connection to the pool once its response body has been read to the end;
+    /// a connection that closes (body dropped, server gone) is forgotten.
+    fn checkin_when_idle(&self, origin: Origin, mut sender: Sender) {
+        let idle = self.idle.clone();
+        R::spawn(async move {
+            if sender.ready().await.is_ok() {
+                let mut idle = idle.lock().unwrap_or_else(|e| e.into_inner());
+                let list = idle.entry(origin).or_default();
+                if list.len() < MAX_IDLE_PER_ORIGIN {
+                    list.push(sender);
+                }
+            }
+        });
+    }
+
+    async fn connect(&self, (https, host, port): &Origin) -> Result<Sender, Failure> {
+        let connect_failure = |e: std::io::Error| (TransportErrorKind::Connect, describe(&e));
+        let tcp = R::connect(host, *port).await.map_err(connect_failure)?;
+        if !*https {
+            return start::<R, _>(FuturesIo::new(tcp)).await;
+        }
+        let name = ServerName::try_from(host.clone())
+            .map_err(|e| (TransportErrorKind::Tls, format!("invalid TLS name: {e}")))?;
+        let tls = self
+            .tls
+            .connect(name, tcp)
+            .await
+            .map_err(|e| (TransportErrorKind::Tls, describe(&e)))?;
+        start::<R, _>(FuturesIo::new(tls)).await
+    }
+}
+
+/// Handshakes HTTP/1.1 on `io` and drives the connection in a runtime task.
+async fn start<R: Runtime, T>(io: T) -> Result<Sender, Failure>
+where
+    T: hyper::rt::Read + hyper::rt::Write + Unpin + Send + 'static,
+{
+    let (sender, connection) = handshake(io)
+        .await
+        .map_err(|e| (TransportErrorKind::Io, describe(&e)))?;
+    R::spawn(async move {
+        let _ = connection.await;
+    });
+    Ok(sender)
+}
+
+/// Rewrites an absolute URL to origin form with a `Host` header; returns the origin.
+fn origin_form(request: &mut http::Request<Full<Bytes>>) -> Result<Origin, Failure> {
+    let bad = |m: String| (TransportErrorKind::Other, m);
+    let uri = request.uri().clone();
+    let https = match uri.scheme_str() {
+        Some("https") => true,
+        Some("http") => false,
+        other => return Err(bad(format!("unsupported URL scheme {other:?}"))),
+    };
+    let authority = uri
+        .authority()
+        .ok_or_else(|| bad("URL without a host".into()))?;
+    let host = authority
+        .host()
+        .trim_start_matches('[')
+        .trim_end_matches(']')
+        .to_owned();
+    let port = authority.port_u16().unwrap_or(if https { 443 } else { 80 });
+    if !request.headers().contains_key(http::header::HOST) {
+        let value = http::HeaderValue::from_str(authority.as_str())
+            .map_err(|e| bad(format!("invalid host: {e}")))?;
+        request.headers_mut().insert(http::header::HOST, value);
+    }
+    let path = uri.path_and_query().map_or("/", |p| p.as_str());
+    *request.uri_mut() = path
+        .parse()
+        .map_err(|e| bad(format!("invalid path: {e}")))?;
+    Ok((https, host, port))
+}
+
+/// The `http` method of an engine request.
+pub(crate) fn http_method(method: HttpMethod) -> http::Method {
+    match method {
+        HttpMethod::Get => http::Method::GET,
+        HttpMethod::Post => http::Method::POST,
+    }
+}
+
+/// One outgoing request for every sender (task traffic, logins, discovery).
+pub(crate) fn build_request(
+    method: http::Method,
+    url: &str,
+    headers: &[(String, String)],
+    body: Vec<u8>,
+) -> Result<http::Request<Full<Bytes>>, http::Error> {
+    let mut builder = http::Request::builder().method(method).uri(url);
+    for (name, value) in headers {
+        builder = builder.header(name.as_str(), value.as_str());
+    }
+    builder.body(Full::new(Bytes::from(body)))
+}
+
+/// Response headers as the core and the protocol log take them (values read lossily).
+pub(crate) fn header_pairs(headers: &http::HeaderMap) -> Vec<(String, String)> {
+    headers
+        .iter()
+        .map(|(n, v)| {
+            (
+                n.as_str().to_owned(),
+                String::from_utf8_lossy(v.as_bytes()).into_owned(),
+            )
+        })
+        .collect()
+}
+
+/// One header's value, when it is present and readable.
+pub(crate) fn header_text(
+    headers: &http::HeaderMap,
+    name: http::header::HeaderName,
+) -> Option<String> {
+    headers
+        .get(name)
+        .and_then(|v| v.to_str().ok())
+        .map(str::to_owned)
+}
+
+/// The error with its source chain, for logs (hyper errors carry no request data).
+pub(crate) fn describe(e: &(dyn StdError + 'static)) -> String {
+    let mut out = e.to_string();
+    let mut source = e.source();
+    while let Some(s) = source {
+        out.push_str(": ");
+        out.push_str(&s.to_string());
+        source = s.source();
+    }
+    out
+}

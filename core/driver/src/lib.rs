@@ -1,0 +1,106 @@
+//! # a2at-driver
+//!
+//! The async half of the a2at A2A-T workflow engine that is the same on every runtime: the
+//! [`Engine`] and its builders, the run loop, the HTTP/1.1 client over hyper, TLS over rustls,
+//! credential logins, discovery ([`RegistryClient`], [`PsopClient`]) and the
+//! [`ExtensionSender`]. It is written once against the small [`Runtime`] trait (clock and
+//! timers, spawn, TCP connect, blocking calls), the way quinn's async crate is written over
+//! its `Runtime` trait.
+//!
+//! Every rule lives in `a2at-core`; this crate decides nothing. The run loop drains the core's
+//! outputs, carries each one out concurrently (an HTTP exchange, a host callback, a timer) and
+//! feeds every completion back with the time it happened.
+//!
+//! Hosts do not use this crate directly: they add an adapter (`a2at-tokio` or `a2at-smol`),
+//! which implements [`Runtime`] and fixes the generic types here to it, so that
+//! `a2at_tokio::Engine` is `a2at_driver::Engine<a2at_tokio::Tokio>`.
+//!
+//! ## Authorization-T and Notification-T
+//!
+//! [`Engine::extension_sender`] (or [`ExtensionSender::builder`]) gives an [`ExtensionSender`]
+//! with its own transport: [`ExtensionSender::send_authorization`] for one-shot authorizations
+//! and [`ExtensionSender::open_notification`] for subscriptions
+//! ([`NotificationSubscription`]). They never affect a workflow; listener callbacks run on
+//! the runtime's blocking pool ([`Runtime::run_blocking`]), one at a time per subscription.
+//! `runtime-tokio/examples/notification.rs` opens a subscription beside a running workflow.
+//!
+//! ## Discovery
+//!
+//! [`RegistryClient`] fetches and registers AgentCards at a registry, and [`PsopClient`] (the
+//! `LoadPsop` helper) loads and searches workflows in an orchestration center. Each owns its
+//! HTTP client and TLS policy, has one deadline per call for the whole response (30 s by
+//! default) and logs access tokens only as `access_token=<anonymous>`.
+//!
+//! ## Security configuration
+//!
+//! Credentials come from [`EngineBuilder::credentials_file`] or
+//! [`EngineBuilder::credentials`] (never both), their `enc:` key from
+//! [`EngineBuilder::credential_key`], else `A2AT_CRED_KEY`, else a host-loaded [`EnvFile`]; TLS
+//! from [`TlsConfig`]; the protocol log knobs from `WORKFLOW_ENGINE_PROTOCOL_*` with builder
+//! overrides. Nothing turns redaction off.
+//!
+//! ## Lifecycle and cancellation
+//!
+//! Events arrive in the core's order (`start` → … → `complete` | `error`); after the run
+//! finished, the runtime calls the `on_finish` hook with the result and the events collected so
+//! far, then emits `close`. Dropping the future of [`Engine::execute`] (or the [`RunHandle`])
+//! cancels the run: the driver keeps running in its own task until the core finished its
+//! cleanup (`CancelTask` for every known non-final remote task). [`RunHandle::cancel`] does the
+//! same without giving up the result.
+//!
+//! ## Reproducing a run
+//!
+//! Each run's id seed comes from the OS unless [`EngineConfig::seed`] fixes it; it is logged
+//! with `tracing` at the start of the run and available as [`RunHandle::seed`].
+//!
+//! ## Writing an adapter
+//!
+//! 1. A zero-sized type implementing [`Runtime`]: `now` and `sleep_until` on the runtime's
+//!    clock, `spawn` (detached, keeping the current `tracing` subscriber), `run_blocking` on
+//!    the runtime's blocking pool, and `connect` returning a TCP stream with `TCP_NODELAY` set
+//!    in the `futures` I/O traits.
+//! 2. A type alias per generic public type (`Engine`, `EngineBuilder`, `RunBuilder`,
+//!    `HttpClient`, `ExtensionSender`, `ExtensionSenderBuilder`, `NotificationSubscription`,
+//!    `RegistryClient`, `RegistryClientBuilder`, `PsopClient`, `PsopClientBuilder`) and a
+//!    re-export of everything else, so that every adapter offers the same names.
+//! 3. An instantiation of the shared behaviour suites of `a2at-tests` (a few lines per suite).
+#![forbid(unsafe_code)]
+#![warn(missing_docs)]
+
+mod adapter;
+mod auth;
+mod config;
+mod discovery;
+mod engine;
+mod error;
+mod events;
+mod extension;
+mod http;
+mod run_loop;
+mod runtime;
+mod tls;
+mod transport;
+#[cfg(test)]
+mod transport_tests;
+
+pub use a2at_core;
+
+pub use a2at_core::driver_support::{BuiltControlPoint, ControlPointBuilder, EventEnvelope};
+pub use config::{DEFAULT_LOGIN_TIMEOUT, EnvFile, SeedSource};
+pub use discovery::{
+    DEFAULT_DISCOVERY_DEADLINE, DEFAULT_MAX_DISCOVERY_BODY_BYTES, DiscoveryError, MAX_REDIRECTS,
+    PsopClient, PsopClientBuilder, RegistryClient, RegistryClientBuilder,
+};
+pub use engine::{
+    CREDENTIAL_KEY_ENV, Engine, EngineBuilder, EngineConfig, RunBuilder, load_credentials,
+};
+pub use error::EngineError;
+pub use events::{EventSink, EventStream, OnFinish, OnFinishError, RunHandle};
+pub use extension::{
+    ExtensionError, ExtensionSender, ExtensionSenderBuilder, ExtensionSenderConfig, Heartbeat,
+    NotificationSubscription, Reattachment, SubscriptionCompletion,
+};
+pub use http::HttpClient;
+pub use runtime::{BoxFuture, Runtime};
+pub use tls::TlsConfig;
+pub use transport::AuthHook;

@@ -1,0 +1,330 @@
+//! The driver loop: drain the core's outputs, carry them out concurrently, feed completions back
+//! with the time they happened. It decides nothing.
+
+use std::collections::BTreeMap;
+use std::panic::AssertUnwindSafe;
+use std::sync::Arc;
+use std::task::Poll;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use a2at_core::agents::AgentDirectory;
+use a2at_core::driver_support::{EventEnvelope, answer_guarded};
+use a2at_core::event::{Event, EventType};
+use a2at_core::host::{ControlPoint, HostRequest};
+use a2at_core::io::{Input, Output};
+use a2at_core::result::ExecutionResult;
+use a2at_core::run::{RunConfig, RunStart};
+use a2at_core::trace::{TraceHeader, TraceWriter};
+use a2at_core::workflow::ValidatedWorkflow;
+use a2at_core::{CallId, OpId, Run, Timestamp};
+use futures::channel::{mpsc, oneshot};
+use futures::future::{AbortHandle, Abortable};
+use futures::{FutureExt, SinkExt, StreamExt};
+use std::io::Write;
+
+use crate::events::{EventSink, OnFinish};
+use crate::runtime::{BoxFuture, Runtime, elapsed};
+use crate::transport::Transport;
+
+/// Completions waiting for the driver; exchange tasks wait when it is full.
+const COMPLETION_QUEUE: usize = 1024;
+
+/// Everything one run's driver owns besides the core `Run`.
+pub(crate) struct Driver<R, C> {
+    pub(crate) transport: Arc<Transport<R>>,
+    pub(crate) control_point: Arc<C>,
+    pub(crate) on_finish: Option<OnFinish>,
+    pub(crate) sink: Option<EventSink>,
+    pub(crate) events_tx: mpsc::UnboundedSender<EventEnvelope>,
+    pub(crate) recorder: Option<Recorder>,
+}
+
+/// Writes the run's trace: every input the driver feeds the core and every output it drains.
+pub(crate) struct Recorder {
+    writer: Box<dyn Write + Send>,
+    lines: TraceWriter,
+}
+
+impl Recorder {
+    /// Writes the header; `None` (logged) when the run cannot be described or written.
+    pub(crate) fn start(
+        mut writer: Box<dyn Write + Send>,
+        workflow: &ValidatedWorkflow,
+        agents: &AgentDirectory,
+        config: &RunConfig,
+        start: &RunStart,
+    ) -> Option<Recorder> {
+        let lines = TraceWriter::new();
+        let header = match TraceHeader::new(workflow, agents, config, start) {
+            Ok(h) => h,
+            Err(error) => {
+                tracing::warn!(%error, "this run cannot be recorded; running without a trace");
+                return None;
+            }
+        };
+        if let Err(error) = writeln!(writer, "{}", lines.header(&header)) {
+            tracing::warn!(%error, "cannot write the trace; running without it");
+            return None;
+        }
+        Some(Recorder { writer, lines })
+    }
+
+    fn write(recorder: &mut Option<Recorder>, line: impl FnOnce(&TraceWriter) -> String) {
+        if let Some(r) = recorder {
+            let text = line(&r.lines);
+            if let Err(error) = writeln!(r.writer, "{text}") {
+                tracing::warn!(%error, "trace write failed; the recording stops here");
+                *recorder = None;
+            }
+        }
+    }
+
+    fn flush(recorder: &mut Option<Recorder>) {
+        if let Some(r) = recorder {
+            let _ = r.writer.flush();
+        }
+    }
+}
+
+/// Why the driver woke up.
+enum Wake {
+    Cancel,
+    Input(Input),
+    Timer,
+}
+
+/// Waits for whatever comes first: the cancel signal, a completion, or the machine's deadline.
+/// Shared by every driver loop (runs and extension operations) so the wake-up rules exist once.
+pub(crate) struct Waiter<R> {
+    epoch: std::time::Instant,
+    cancel: Option<oneshot::Receiver<()>>,
+    sleep: Option<BoxFuture<()>>,
+    armed: Option<Timestamp>,
+    runtime: std::marker::PhantomData<fn() -> R>,
+}
+
+impl<R: Runtime> Waiter<R> {
+    /// Starts the machine's clock now; `cancel` resolving (sent or dropped) means cancel.
+    pub(crate) fn new(cancel: oneshot::Receiver<()>) -> Waiter<R> {
+        Waiter {
+            epoch: R::now(),
+            cancel: Some(cancel),
+            sleep: None,
+            armed: None,
+            runtime: std::marker::PhantomData,
+        }
+    }
+
+    /// Microseconds since the machine's epoch.
+    pub(crate) fn now(&self) -> Timestamp {
+        stamp::<R>(self.epoch)
+    }
+
+    /// The next input (`Input::Cancel` for the cancel signal) or `None` when the deadline fired,
+    /// with the time it happened. Re-arms the timer only when `deadline` changed.
+    pub(crate) async fn next(
+        &mut self,
+        deadline: Option<Timestamp>,
+        rx: &mut mpsc::Receiver<Input>,
+    ) -> (Timestamp, Option<Input>) {
+        if deadline != self.armed {
+            self.armed = deadline;
+            let epoch = self.epoch;
+            self.sleep =
+                deadline.map(
+                    |d| match epoch.checked_add(Duration::from_micros(d.as_micros())) {
+                        Some(at) => R::sleep_until(at),
+                        None => std::future::pending().boxed(),
+                    },
+                );
+        }
+        let wake = std::future::poll_fn(|cx| {
+            if let Some(c) = self.cancel.as_mut() {
+                if c.poll_unpin(cx).is_ready() {
+                    self.cancel = None;
+                    return Poll::Ready(Wake::Cancel);
+                }
+            }
+            if let Poll::Ready(Some(input)) = rx.poll_next_unpin(cx) {
+                return Poll::Ready(Wake::Input(input));
+            }
+            if let Some(s) = self.sleep.as_mut() {
+                if s.poll_unpin(cx).is_ready() {
+                    return Poll::Ready(Wake::Timer);
+                }
+            }
+            Poll::Pending
+        })
+        .await;
+        let input = match wake {
+            Wake::Cancel => Some(Input::Cancel),
+            Wake::Input(input) => Some(input),
+            Wake::Timer => {
+                // A fired timer is not polled again: re-arm on the next pass.
+                self.armed = None;
+                self.sleep = None;
+                None
+            }
+        };
+        (self.now(), input)
+    }
+}
+
+/// Wraps a core event with the current wall-clock time.
+pub(crate) fn stamp_event(event: Event) -> EventEnvelope {
+    let timestamp = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_secs_f64())
+        .unwrap_or(0.0);
+    EventEnvelope::at(event, timestamp)
+}
+
+impl<R: Runtime, C: ControlPoint + 'static> Driver<R, C> {
+    /// Drives `run` to its end. `cancel` resolving (sent or dropped) cancels it.
+    pub(crate) async fn drive(
+        mut self,
+        mut run: Run,
+        cancel: oneshot::Receiver<()>,
+    ) -> ExecutionResult {
+        let mut waiter = Waiter::<R>::new(cancel);
+        let (tx, mut rx) = mpsc::channel::<Input>(COMPLETION_QUEUE);
+        // Every spawned exchange and callback, by the id the core may abort it with.
+        let mut ops: BTreeMap<OpId, AbortHandle> = BTreeMap::new();
+        let mut calls: BTreeMap<CallId, AbortHandle> = BTreeMap::new();
+        let mut collected: Vec<EventEnvelope> = Vec::new();
+        loop {
+            while let Some(output) = run.poll_output() {
+                Recorder::write(&mut self.recorder, |w| w.output(&output));
+                match output {
+                    Output::Transmit(req) => {
+                        let op = req.op;
+                        let transport = self.transport.clone();
+                        let tx = tx.clone();
+                        let task = async move { transport.exchange(req, tx).await };
+                        ops.insert(op, spawn_abortable::<R>(task));
+                    }
+                    Output::AbortTransmit { op } => {
+                        if let Some(h) = ops.remove(&op) {
+                            h.abort();
+                        }
+                    }
+                    Output::CallHost { call, request } => {
+                        let task = call_host(self.control_point.clone(), call, request, tx.clone());
+                        calls.insert(call, spawn_abortable::<R>(task));
+                    }
+                    Output::AbandonHostCall { call } => {
+                        if let Some(h) = calls.remove(&call) {
+                            h.abort();
+                        }
+                    }
+                    Output::Event(event) => {
+                        let envelope = stamp_event(event);
+                        self.deliver(&envelope);
+                        // Only on_finish reads the whole list; without it, keeping every event
+                        // would make a run's memory grow with its length.
+                        if self.on_finish.is_some() {
+                            collected.push(envelope);
+                        }
+                    }
+                    Output::Finished(result) => {
+                        Recorder::flush(&mut self.recorder);
+                        ops.values()
+                            .chain(calls.values())
+                            .for_each(AbortHandle::abort);
+                        return self.finish(*result, collected).await;
+                    }
+                    other => tracing::warn!(?other, "output not understood by this runtime"),
+                }
+            }
+
+            let (now, input) = waiter.next(run.poll_timeout(), &mut rx).await;
+            if let Some(input) = input {
+                match &input {
+                    Input::ResponseEnd { op } | Input::TransportFailed { op, .. } => {
+                        ops.remove(op);
+                    }
+                    Input::HostReply { call, .. } => {
+                        calls.remove(call);
+                    }
+                    _ => {}
+                }
+                Recorder::write(&mut self.recorder, |w| w.input(now, &input));
+                if let Err(misuse) = run.handle(input, now) {
+                    tracing::error!(%misuse, "the core rejected an input (runtime bug)");
+                }
+            }
+            // Expiry is decided by the clock, not by which future woke us.
+            if run.poll_timeout().is_some_and(|d| d <= now) {
+                Recorder::write(&mut self.recorder, |w| w.timeout(now));
+                if let Err(misuse) = run.handle_timeout(now) {
+                    tracing::error!(%misuse, "the core rejected a timeout (runtime bug)");
+                }
+            }
+        }
+    }
+
+    fn deliver(&self, envelope: &EventEnvelope) {
+        if let Some(sink) = &self.sink {
+            if std::panic::catch_unwind(AssertUnwindSafe(|| sink(envelope))).is_err() {
+                tracing::warn!(event = envelope.type_str(), "event sink panicked; ignored");
+            }
+        }
+        let _ = self.events_tx.unbounded_send(envelope.clone());
+    }
+
+    async fn finish(
+        self,
+        result: ExecutionResult,
+        collected: Vec<EventEnvelope>,
+    ) -> ExecutionResult {
+        if let Some(hook) = &self.on_finish {
+            let call = AssertUnwindSafe(async { hook(result.clone(), collected).await });
+            match call.catch_unwind().await {
+                Ok(Ok(())) => {}
+                Ok(Err(error)) => tracing::warn!(
+                    execution_id = %result.execution_id,
+                    %error,
+                    "on_finish failed; the result is unchanged"
+                ),
+                Err(_) => tracing::warn!(
+                    execution_id = %result.execution_id,
+                    "on_finish panicked; the result is unchanged"
+                ),
+            }
+        }
+        // PL-9 summary lines, after on_finish so they close the run's protocol log.
+        if tracing::enabled!(target: "a2at::protocol", tracing::Level::INFO) {
+            for line in a2at_core::protolog::summary_lines(&result) {
+                tracing::info!(target: "a2at::protocol", "{line}");
+            }
+        }
+        let close = stamp_event(Event::new(EventType::Close, serde_json::json!({})));
+        self.deliver(&close);
+        result
+    }
+}
+
+/// Spawns `task` on the runtime; aborting the handle drops it (and its connection).
+pub(crate) fn spawn_abortable<R: Runtime>(
+    task: impl std::future::Future<Output = ()> + Send + 'static,
+) -> AbortHandle {
+    let (handle, registration) = AbortHandle::new_pair();
+    R::spawn(Abortable::new(task, registration).map(|_| ()));
+    handle
+}
+
+/// Microseconds since the run's (or operation's) epoch, read from the runtime's clock.
+pub(crate) fn stamp<R: Runtime>(epoch: std::time::Instant) -> Timestamp {
+    Timestamp::from_micros(u64::try_from(elapsed::<R>(epoch).as_micros()).unwrap_or(u64::MAX))
+}
+
+/// Runs one host callback; a panic becomes the callback's failure, never a crash.
+async fn call_host<C: ControlPoint + 'static>(
+    control_point: Arc<C>,
+    call: CallId,
+    request: HostRequest,
+    mut tx: mpsc::Sender<Input>,
+) {
+    let reply = answer_guarded(&*control_point, request).await;
+    let _ = tx.send(Input::HostReply { call, reply }).await;
+}

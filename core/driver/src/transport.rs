@@ -1,0 +1,323 @@
+//! The exchange task that turns an [`HttpRequest`] into response inputs, and the engine-wide
+//! concurrency limits.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use a2at_core::io::{HttpRequest, Input, TransportError, TransportErrorKind};
+use a2at_core::protolog::{self, Channel, LogConfig, LogContext};
+use async_lock::{Semaphore, SemaphoreGuardArc};
+use futures::SinkExt;
+use futures::channel::mpsc;
+use http_body_util::BodyExt;
+
+use crate::auth::Authenticator;
+use crate::http::{HttpClient, build_request, describe, header_pairs, header_text, http_method};
+use crate::runtime::Runtime;
+
+/// Produces extra request headers (authentication) for one exchange, or a message saying why it
+/// cannot; a failure is reported to the core as a [`TransportErrorKind::Auth`] failure.
+///
+/// This is the hook for the authentication issue; the engine calls it just before sending.
+pub type AuthHook =
+    Arc<dyn Fn(&HttpRequest) -> Result<Vec<(String, String)>, String> + Send + Sync>;
+
+/// The engine-wide concurrency limits: overall and per agent.
+#[derive(Debug)]
+pub(crate) struct Limits {
+    overall: Arc<Semaphore>,
+    per_agent: BTreeMap<String, Arc<Semaphore>>,
+}
+
+impl Limits {
+    pub(crate) fn new<'a>(
+        agents: impl Iterator<Item = &'a str>,
+        per_agent: usize,
+        overall: usize,
+    ) -> Limits {
+        Limits {
+            overall: Arc::new(Semaphore::new(overall)),
+            per_agent: agents
+                .map(|a| (a.to_owned(), Arc::new(Semaphore::new(per_agent))))
+                .collect(),
+        }
+    }
+
+    /// Waits for a slot for `agent`, then for an overall slot (in that order, so exchanges
+    /// queued behind a busy agent never hold overall slots).
+    async fn acquire(&self, agent: &str) -> Vec<SemaphoreGuardArc> {
+        let mut permits = Vec::with_capacity(2);
+        if let Some(sem) = self.per_agent.get(agent) {
+            permits.push(sem.acquire_arc().await);
+        }
+        permits.push(self.overall.acquire_arc().await);
+        permits
+    }
+}
+
+fn protocol_log_enabled() -> bool {
+    tracing::enabled!(target: "a2at::protocol", tracing::Level::DEBUG)
+}
+
+/// What an exchange task needs from the engine.
+pub(crate) struct Transport<R> {
+    pub(crate) client: HttpClient<R>,
+    pub(crate) limits: Limits,
+    pub(crate) auth: Option<AuthHook>,
+    pub(crate) credentials: Authenticator,
+    /// Protocol log knobs, fixed when the engine was built.
+    pub(crate) log: LogConfig,
+}
+
+impl<R: Runtime> Transport<R> {
+    /// Carries out one exchange, feeding head, body frames and end (or a failure) to `tx`.
+    pub(crate) async fn exchange(&self, req: HttpRequest, mut tx: mpsc::Sender<Input>) {
+        let op = req.op;
+        let fail = |kind: TransportErrorKind, message: String| Input::TransportFailed {
+            op,
+            error: TransportError { kind, message },
+        };
+        let _permits = self.limits.acquire(&req.agent).await;
+        let mut req = req;
+        // Built-in credentials (AU-4..AU-8) and the host's hook (AU-1) both apply; a conflicting
+        // header, a failing hook or missing required credentials block the send (AU-2, AU-3,
+        // ER-12): never an unauthenticated request.
+        let material = match self
+            .credentials
+            .material(&req.agent, &self.client, &self.log)
+            .await
+        {
+            Ok(m) => m,
+            Err(message) => {
+                let _ = tx.send(fail(TransportErrorKind::Auth, message)).await;
+                return;
+            }
+        };
+        let provided = match &self.auth {
+            None => Vec::new(),
+            Some(hook) => match hook(&req) {
+                Ok(headers) => headers,
+                Err(message) => {
+                    let _ = tx.send(fail(TransportErrorKind::Auth, message)).await;
+                    return;
+                }
+            },
+        };
+        let url_before = req.url.clone();
+        if let Err(e) = a2at_core::auth::apply(&material, &provided, &mut req) {
+            let _ = tx.send(fail(TransportErrorKind::Auth, e.to_string())).await;
+            return;
+        }
+        // Protocol log at the real boundary (PL-1): the request as sent, auth headers included,
+        // always redacted. Built only when the `a2at::protocol` target is enabled at DEBUG.
+        let log = protocol_log_enabled().then(|| {
+            let mut sent = req.clone();
+            a2at_core::auth::mask_applied(&mut sent, &material, &provided, &url_before);
+            tracing::debug!(target: "a2at::protocol", "{}", protolog::format_request(&sent, Channel::Task, &self.log));
+            LogContext::of(&sent, Channel::Task)
+        });
+        let request = match build_request(http_method(req.method), &req.url, &req.headers, req.body)
+        {
+            Ok(r) => r,
+            Err(e) => {
+                let message = format!("cannot build the HTTP request: {e}");
+                let _ = tx.send(fail(TransportErrorKind::Other, message)).await;
+                return;
+            }
+        };
+        let response = match self.client.send(request).await {
+            Ok(r) => r,
+            Err((kind, message)) => {
+                let _ = tx.send(fail(kind, message)).await;
+                return;
+            }
+        };
+        let (parts, mut body) = response.into_parts();
+        let headers = header_pairs(&parts.headers);
+        let content_type = header_text(&parts.headers, http::header::CONTENT_TYPE);
+        let mut body_log = log.map(|ctx| {
+            tracing::debug!(target: "a2at::protocol", "{}", protolog::format_response_head(&ctx, parts.status.as_u16(), &headers, &self.log));
+            BodyLog::new(ctx, content_type.clone(), self.log)
+        });
+        let head = Input::ResponseHead {
+            op,
+            status: parts.status.as_u16(),
+            headers,
+        };
+        if tx.send(head).await.is_err() {
+            return;
+        }
+        loop {
+            let input = match body.frame().await {
+                None => {
+                    if let Some(l) = body_log.take() {
+                        l.finish();
+                    }
+                    Input::ResponseEnd { op }
+                }
+                Some(Err(e)) => {
+                    let message = describe(&e);
+                    if let Some(l) = body_log.take() {
+                        l.interrupted(&message);
+                    }
+                    fail(TransportErrorKind::Io, message)
+                }
+                Some(Ok(frame)) => match frame.into_data() {
+                    Ok(data) if data.is_empty() => continue,
+                    Ok(data) => {
+                        if let Some(l) = &mut body_log {
+                            l.push(&data);
+                        }
+                        Input::ResponseBody {
+                            op,
+                            chunk: data.to_vec(),
+                        }
+                    }
+                    Err(_trailers) => continue,
+                },
+            };
+            let last = !matches!(input, Input::ResponseBody { .. });
+            if tx.send(input).await.is_err() || last {
+                return;
+            }
+        }
+    }
+}
+
+/// Assembles a response body for the protocol log, so that no entry holds a raw network
+/// chunk: a secret split across two chunks would escape redaction. SSE bodies are logged one
+/// complete event at a time (an event larger than the cap is dropped whole and labelled
+/// `body=dropped-capacity`); other bodies once, at the end, capped. Bytes are decoded only
+/// after assembly.
+struct BodyLog {
+    ctx: LogContext,
+    content_type: Option<String>,
+    cfg: LogConfig,
+    sse: bool,
+    buf: Vec<u8>,
+    /// Raw bytes kept at most (the character cap, four bytes a character).
+    cap_bytes: usize,
+    /// Bytes of the body seen in all (non-SSE).
+    total: usize,
+    /// Bytes of an oversized SSE event being dropped until its delimiter.
+    dropping: Option<usize>,
+}
+
+impl BodyLog {
+    fn new(ctx: LogContext, content_type: Option<String>, cfg: LogConfig) -> BodyLog {
+        let sse = content_type.as_deref().is_some_and(|c| {
+            c.split(';')
+                .next()
+                .is_some_and(|m| m.trim().eq_ignore_ascii_case("text/event-stream"))
+        });
+        BodyLog {
+            ctx,
+            content_type,
+            cfg,
+            sse,
+            buf: Vec::new(),
+            cap_bytes: cfg.body_cap().saturating_mul(4),
+            total: 0,
+            dropping: None,
+        }
+    }
+
+    fn push(&mut self, data: &[u8]) {
+        self.total += data.len();
+        if !self.sse {
+            let room = self.cap_bytes.saturating_sub(self.buf.len());
+            self.buf.extend_from_slice(&data[..data.len().min(room)]);
+            return;
+        }
+        self.buf.extend_from_slice(data);
+        loop {
+            let Some((end, delimiter)) = frame_end(&self.buf) else {
+                if self.buf.len() > self.cap_bytes {
+                    *self.dropping.get_or_insert(0) += self.buf.len();
+                    self.buf.clear();
+                }
+                return;
+            };
+            let frame: Vec<u8> = self.buf.drain(..end + delimiter).collect();
+            match self.dropping.take() {
+                Some(dropped) => {
+                    tracing::debug!(target: "a2at::protocol", "{}", protolog::format_sse_dropped(&self.ctx, dropped + frame.len()));
+                }
+                None if end > self.cap_bytes => {
+                    tracing::debug!(target: "a2at::protocol", "{}", protolog::format_sse_dropped(&self.ctx, frame.len()));
+                }
+                None => self.log_event(&frame[..end]),
+            }
+        }
+    }
+
+    fn log_event(&self, frame: &[u8]) {
+        let text = String::from_utf8_lossy(frame);
+        let mut event = None;
+        let mut data: Vec<&str> = Vec::new();
+        for line in text.lines() {
+            if let Some(v) = line.strip_prefix("event:") {
+                event = Some(v.trim());
+            } else if let Some(v) = line.strip_prefix("data:") {
+                data.push(v.strip_prefix(' ').unwrap_or(v));
+            }
+        }
+        if event.is_none() && data.is_empty() {
+            return; // comments and keep-alives
+        }
+        tracing::debug!(target: "a2at::protocol", "{}", protolog::format_sse_event(&self.ctx, event, &data.join("\n"), &self.cfg));
+    }
+
+    fn finish(mut self) {
+        if self.sse {
+            if let Some(dropped) = self.dropping.take() {
+                let n = dropped + self.buf.len();
+                tracing::debug!(target: "a2at::protocol", "{}", protolog::format_sse_dropped(&self.ctx, n));
+            } else if !self.buf.is_empty() {
+                let rest = std::mem::take(&mut self.buf);
+                self.log_event(&rest);
+            }
+            return;
+        }
+        if self.total == 0 {
+            return;
+        }
+        // A cut inside a multi-byte character would make the text look binary.
+        if let Err(e) = std::str::from_utf8(&self.buf) {
+            if e.error_len().is_none() {
+                self.buf.truncate(e.valid_up_to());
+            }
+        }
+        let mut entry = protolog::format_response_body(
+            &self.ctx,
+            self.content_type.as_deref(),
+            &self.buf,
+            &self.cfg,
+        );
+        if self.total > self.buf.len() && self.cfg.include_body {
+            entry.push_str(&format!(
+                "\n[body truncated: {} of {} bytes kept for the log]",
+                self.buf.len(),
+                self.total
+            ));
+        }
+        tracing::debug!(target: "a2at::protocol", "{entry}");
+    }
+
+    fn interrupted(self, reason: &str) {
+        tracing::debug!(target: "a2at::protocol", "{}", protolog::format_stream_interrupted(&self.ctx, reason));
+    }
+}
+
+/// The end of the first SSE frame in `buf` and the length of its delimiter.
+fn frame_end(buf: &[u8]) -> Option<(usize, usize)> {
+    let lf = buf.windows(2).position(|w| w == b"\n\n").map(|i| (i, 2));
+    let crlf = buf
+        .windows(4)
+        .position(|w| w == b"\r\n\r\n")
+        .map(|i| (i, 4));
+    match (lf, crlf) {
+        (Some(a), Some(b)) => Some(if a.0 <= b.0 { a } else { b }),
+        (a, b) => a.or(b),
+    }
+}

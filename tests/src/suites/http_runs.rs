@@ -1,0 +1,113 @@
+//! One workflow suite over real HTTP against scripted agents on loopback, compiled once per
+//! runtime: the including test file binds `rt` (the runtime crate) and `block_on`.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use a2at_driver::{BuiltControlPoint, ControlPointBuilder};
+
+use crate::runtime::TestRuntime;
+
+type Engine<T> = a2at_driver::Engine<<T as TestRuntime>::Rt>;
+use crate::ScriptedAgent;
+use crate::loopback::LoopbackServer;
+use a2at_core::host::{MessageContent, RouteDecision};
+use a2at_core::result::StepStatus;
+use a2at_core::run::RunStart;
+use a2at_core::workflow::{ValidatedWorkflow, parse_and_validate};
+use serde_json::{Value, json};
+
+fn workflow(v: Value) -> ValidatedWorkflow {
+    parse_and_validate(&v.to_string()).expect("valid workflow")
+}
+
+/// plan → fan (alpha ∥ beta) → good | bad (routed by the host).
+fn fan_out_and_route() -> ValidatedWorkflow {
+    workflow(json!({"name": "fan", "steps": [
+        {"name": "plan", "subtasks": [{"agent": "alpha", "description": "plan it"}], "next": [{"step": "fan"}]},
+        {"name": "fan", "subtasks": [
+            {"agent": "alpha", "description": "part one"},
+            {"agent": "beta", "description": "part two"}],
+         "next": [{"step": "good", "condition": "looks good"}, {"step": "bad", "condition": "looks bad"}]},
+        {"name": "good", "subtasks": [{"agent": "beta", "description": "finish"}]},
+        {"name": "bad", "subtasks": [{"agent": "alpha", "description": "fix"}]}
+    ]}))
+}
+
+fn host() -> BuiltControlPoint {
+    ControlPointBuilder::new()
+        .on_task(|req| async move { Ok(MessageContent::text(req.instruction)) })
+        .on_route(|req| async move {
+            Ok(if req.condition == "looks good" {
+                RouteDecision::allow(Some("fine".into()))
+            } else {
+                RouteDecision::deny(None)
+            })
+        })
+        .build()
+}
+
+pub async fn run_fan_out<T: TestRuntime>(agents: Vec<ScriptedAgent>) {
+    let server = LoopbackServer::start(agents).await;
+    let engine = Engine::<T>::builder(server.cards())
+        .poll_interval(Duration::from_millis(5))
+        .task_budget(Duration::from_secs(10))
+        .build()
+        .expect("engine");
+    let result = engine
+        .execute(fan_out_and_route(), RunStart::default(), Arc::new(host()))
+        .await;
+    assert!(result.success, "{:?}", result.error);
+    assert_eq!(result.history.len(), 4);
+    assert_eq!(
+        result.step_outputs["fan"]["part two"],
+        vec![json!("done: part two")]
+    );
+    assert_eq!(
+        result.step_outputs["good"]["finish"],
+        vec![json!("done: finish")]
+    );
+    let bad = result.steps.iter().find(|s| s.name == "bad").unwrap();
+    assert_eq!(bad.status, StepStatus::Skipped);
+    let sends = |a: &str| {
+        server
+            .requests(a)
+            .iter()
+            .filter(|r| r.method.starts_with("Send"))
+            .count()
+    };
+    assert_eq!(sends("alpha"), 2);
+    assert_eq!(sends("beta"), 2);
+    assert_eq!(
+        engine.http_client().requests_sent(),
+        server.total_requests()
+    );
+}
+
+pub fn fan_out_and_routing_complete_over_jsonrpc_unary<T: TestRuntime>() {
+    T::block_on(run_fan_out::<T>(vec![
+        ScriptedAgent::new("alpha"),
+        ScriptedAgent::new("beta"),
+    ]));
+}
+
+pub fn fan_out_and_routing_complete_over_jsonrpc_streaming<T: TestRuntime>() {
+    T::block_on(run_fan_out::<T>(vec![
+        ScriptedAgent::new("alpha").streaming(),
+        ScriptedAgent::new("beta").streaming(),
+    ]));
+}
+
+pub fn fan_out_and_routing_complete_over_rest_unary<T: TestRuntime>() {
+    T::block_on(run_fan_out::<T>(vec![
+        ScriptedAgent::new("alpha").rest(),
+        ScriptedAgent::new("beta").rest(),
+    ]));
+}
+
+pub fn fan_out_and_routing_complete_over_rest_streaming<T: TestRuntime>() {
+    T::block_on(run_fan_out::<T>(vec![
+        ScriptedAgent::new("alpha").rest().streaming(),
+        ScriptedAgent::new("beta").rest().streaming(),
+    ]));
+}

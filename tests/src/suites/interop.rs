@@ -1,0 +1,428 @@
+//! Interop with real A2A agents written with the official Python SDK (`a2a-sdk` 1.3.0), started
+//! from `tests/interop/agents.py`: one suite, compiled once per runtime. The including test file
+//! binds `rt` (the runtime crate) and `block_on`. Ignored unless asked for: `tests/run` sets up
+//! the Python environment, exports `A2AT_INTEROP_PYTHON` and runs them with `--ignored`.
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::TcpStream;
+use std::process::{Child, ChildStdin, Command, Stdio};
+use std::sync::{Arc, Mutex, OnceLock};
+use std::time::Duration;
+
+use a2at_core::a2a::{AgentCard, Binding};
+use a2at_core::a2at::{NEGOTIATION_T_URI, Performative};
+use a2at_core::host::{
+    MessageContent, NegotiationReply, RouteDecision, TaskResult, TaskStatus, codes,
+};
+use a2at_core::run::RunStart;
+use a2at_core::workflow::parse_and_validate;
+use a2at_driver::{BuiltControlPoint, ControlPointBuilder};
+
+use crate::runtime::TestRuntime;
+
+type Engine<T> = a2at_driver::Engine<<T as TestRuntime>::Rt>;
+use serde_json::{Value, json};
+
+pub struct Peers {
+    _child: Mutex<Child>,
+    _stdin: Mutex<ChildStdin>,
+    pub cards: Vec<AgentCard>,
+}
+
+const IGNORED: &str = "needs the Python interop peers: run tests/run (or set A2AT_INTEROP_PYTHON)";
+
+pub fn peers() -> &'static Peers {
+    static PEERS: OnceLock<Peers> = OnceLock::new();
+    PEERS.get_or_init(|| {
+        let python = std::env::var("A2AT_INTEROP_PYTHON").unwrap_or_else(|_| panic!("{IGNORED}"));
+        let root = concat!(env!("CARGO_MANIFEST_DIR"), "/..");
+        let mut child = Command::new(python)
+            .arg("tests/interop/agents.py")
+            .current_dir(root)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("the Python agents start");
+        let stdin = child.stdin.take().expect("piped stdin");
+        let mut line = String::new();
+        BufReader::new(child.stdout.take().expect("piped stdout"))
+            .read_line(&mut line)
+            .expect("READY line");
+        let json: Value =
+            serde_json::from_str(line.trim().strip_prefix("READY ").expect("READY prefix"))
+                .expect("READY json");
+        let cards = json
+            .as_object()
+            .expect("object of cards")
+            .values()
+            .map(|c| AgentCard::from_json_value(c).expect("card parses"))
+            .collect();
+        Peers {
+            _child: Mutex::new(child),
+            _stdin: Mutex::new(stdin),
+            cards,
+        }
+    })
+}
+
+fn engine<T: TestRuntime>(binding: Binding) -> Engine<T> {
+    Engine::<T>::builder(peers().cards.clone())
+        .preferred_binding(binding)
+        .task_budget(Duration::from_secs(30))
+        .poll_interval(Duration::from_millis(100))
+        .build()
+        .expect("valid cards")
+}
+
+fn host() -> BuiltControlPoint {
+    ControlPointBuilder::new()
+        .on_task(|r| async move {
+            let content = MessageContent::text(r.instruction.clone());
+            Ok(if r.agent_name == "negotiator" {
+                content.with_extension(NEGOTIATION_T_URI)
+            } else {
+                content
+            })
+        })
+        .on_self_task(|r| async move {
+            let upstream: Vec<String> = r
+                .workflow_input
+                .upstream_results
+                .iter()
+                .map(|u| u.step_name.clone())
+                .collect();
+            Ok(TaskResult::success(vec![json!({ "summary_of": upstream })]))
+        })
+        .on_route(|r| async move {
+            Ok(RouteDecision {
+                allowed: r.condition == "take it",
+                reason: None,
+            })
+        })
+        .on_negotiation(|r| async move {
+            Ok(NegotiationReply::Send {
+                content: r
+                    .reply(Performative::Accept, "Accept: sites Site1, Site2")
+                    .expect("valid context"),
+            })
+        })
+        .build()
+}
+
+fn one_step(agent: &str, text: &str) -> a2at_core::workflow::ValidatedWorkflow {
+    parse_and_validate(
+        &json!({"steps": [{"name": "s", "subtasks": [{"agent": agent, "description": text}]}]})
+            .to_string(),
+    )
+    .expect("valid workflow")
+}
+
+const BINDINGS: [Binding; 2] = [Binding::JsonRpc, Binding::HttpJson];
+
+pub fn a_blocking_agent_completes_on_both_bindings<T: TestRuntime>() {
+    T::block_on(async {
+        for binding in BINDINGS {
+            let r = engine::<T>(binding)
+                .execute(
+                    one_step("echo", "hello"),
+                    RunStart::default(),
+                    Arc::new(host()),
+                )
+                .await;
+            assert!(r.success, "{binding:?}: {:?}", r.history);
+            assert_eq!(
+                r.step_outputs["s"]["hello"],
+                vec![json!("echo: hello")],
+                "{binding:?}"
+            );
+            assert!(r.history[0].remote_task_id.is_some());
+        }
+    });
+}
+
+pub fn a_streaming_agent_delivers_assembled_artifact_chunks_on_both_bindings<T: TestRuntime>() {
+    T::block_on(async {
+        for binding in BINDINGS {
+            let r = engine::<T>(binding)
+                .execute(
+                    one_step("streamer", "go"),
+                    RunStart::default(),
+                    Arc::new(host()),
+                )
+                .await;
+            assert!(r.success, "{binding:?}: {:?}", r.history);
+            assert_eq!(
+                r.step_outputs["s"]["go"],
+                vec![json!("chunk1 "), json!("chunk2: go")],
+                "{binding:?}"
+            );
+        }
+    });
+}
+
+pub fn an_input_required_negotiation_round_trip_completes_on_both_bindings<T: TestRuntime>() {
+    T::block_on(async {
+        for binding in BINDINGS {
+            let r = engine::<T>(binding)
+                .execute(
+                    one_step("negotiator", "energy saving"),
+                    RunStart::default(),
+                    Arc::new(host()),
+                )
+                .await;
+            assert!(r.success, "{binding:?}: {:?}", r.history);
+            assert_eq!(
+                r.step_outputs["s"]["energy saving"],
+                vec![json!("agreed after 2 rounds")]
+            );
+        }
+    });
+}
+
+pub fn a_failed_task_keeps_its_evidence<T: TestRuntime>() {
+    T::block_on(async {
+        let r = engine::<T>(Binding::JsonRpc)
+            .execute(
+                one_step("failer", "x"),
+                RunStart::default(),
+                Arc::new(host()),
+            )
+            .await;
+        assert!(!r.success);
+        let h = &r.history[0];
+        assert_eq!(h.error_code.as_deref(), Some(codes::REMOTE_TASK_FAILED));
+        let evidence = serde_json::to_string(&h.received_messages).unwrap();
+        assert!(
+            evidence.contains("simulated business failure"),
+            "{evidence}"
+        );
+    });
+}
+
+pub fn a_rejected_call_projects_the_error_envelope_on_both_bindings<T: TestRuntime>() {
+    // Claim streaming for the blocking echo agent: the server rejects the streaming call before
+    // creating a task, with the standard error envelope.
+    T::block_on(async {
+        for binding in BINDINGS {
+            let cards: Vec<AgentCard> = peers()
+                .cards
+                .iter()
+                .cloned()
+                .map(|mut c| {
+                    if c.name == "echo" {
+                        c.capabilities.streaming = Some(true);
+                    }
+                    c
+                })
+                .collect();
+            let engine = Engine::<T>::builder(cards)
+                .preferred_binding(binding)
+                .build()
+                .unwrap();
+            let r = engine
+                .execute(one_step("echo", "x"), RunStart::default(), Arc::new(host()))
+                .await;
+            assert!(!r.success);
+            let code = r.history[0].error_code.clone().unwrap();
+            assert!(code.starts_with("a2a."), "{binding:?}: {code}");
+            assert!(r.history[0].remote_task_id.is_none());
+        }
+    });
+}
+
+/// Reads a task's state straight from the agent over HTTP+JSON (no engine involved).
+fn remote_state(card: &AgentCard, task_id: &str) -> String {
+    let rest = card
+        .supported_interfaces
+        .iter()
+        .find(|i| i.protocol_binding == "HTTP+JSON")
+        .expect("REST interface")
+        .url
+        .clone();
+    let without_scheme = rest.strip_prefix("http://").expect("http url");
+    let (authority, base) = without_scheme.split_once('/').unwrap();
+    let mut stream = TcpStream::connect(authority).unwrap();
+    write!(
+        stream,
+        "GET /{base}/tasks/{task_id} HTTP/1.1\r\nHost: {authority}\r\nA2A-Version: 1.0\r\nConnection: close\r\n\r\n"
+    )
+    .unwrap();
+    let mut response = String::new();
+    stream.read_to_string(&mut response).unwrap();
+    let body = response.split("\r\n\r\n").nth(1).unwrap_or("");
+    let start = body.find('{').unwrap_or(0);
+    let end = body.rfind('}').map_or(body.len(), |e| e + 1);
+    let task: Value = serde_json::from_str(&body[start..end]).unwrap_or(Value::Null);
+    task.pointer("/status/state")
+        .and_then(Value::as_str)
+        .unwrap_or("?")
+        .to_owned()
+}
+
+pub fn cancelling_midway_cancels_the_remote_task_on_both_bindings<T: TestRuntime>() {
+    T::block_on(async {
+        for binding in BINDINGS {
+            let mut handle = engine::<T>(binding)
+                .run(one_step("slow", "wait"), Arc::new(host()))
+                .spawn();
+            while let Some(event) = handle.next_event().await {
+                if event.type_str() == "agent_status_update"
+                    && event.data["state"] == "TASK_STATE_WORKING"
+                {
+                    break;
+                }
+            }
+            handle.cancel();
+            let r = handle.result().await;
+            assert!(!r.success);
+            assert_eq!(r.error.as_ref().unwrap().code, codes::CANCELLED);
+            let h = &r.history[0];
+            assert_eq!(h.status, TaskStatus::Cancelled);
+            let task = h.remote_task_id.clone().expect("the task was known");
+            let card = peers().cards.iter().find(|c| c.name == "slow").unwrap();
+            assert_eq!(
+                remote_state(card, &task),
+                "TASK_STATE_CANCELED",
+                "{binding:?}"
+            );
+        }
+    });
+}
+
+pub fn a_multi_step_workflow_with_fan_out_and_routing_runs_against_python_agents<T: TestRuntime>() {
+    let wf = parse_and_validate(&json!({"name": "interop", "steps": [
+        {"name": "fan", "subtasks": [{"agent": "echo", "description": "a"}, {"agent": "streamer", "description": "b"}],
+         "next": [{"step": "negotiate"}, {"step": "merge"}]},
+        {"name": "negotiate", "subtasks": [{"agent": "negotiator", "description": "c"}], "next": [{"step": "merge"}]},
+        {"name": "merge", "step_type": "SELF_LOOP", "context_from": "*", "subtasks": [{"agent": "me", "description": "m"}],
+         "next": [{"step": "taken", "condition": "take it"}, {"step": "not_taken", "condition": "leave it"}]},
+        {"name": "taken", "subtasks": [{"agent": "echo", "description": "t"}]},
+        {"name": "not_taken", "subtasks": [{"agent": "failer", "description": "n"}]}
+    ]}).to_string()).unwrap();
+    T::block_on(async {
+        for binding in BINDINGS {
+            let seen = Arc::new(Mutex::new(Vec::new()));
+            let seen2 = seen.clone();
+            let r = engine::<T>(binding)
+                .run(wf.clone(), Arc::new(host()))
+                .event_sink(move |e| seen2.lock().unwrap().push(e.type_str()))
+                .execute()
+                .await;
+            assert!(r.success, "{binding:?}: {:?}", r.error);
+            assert_eq!(
+                r.step_outputs["merge"]["m"],
+                vec![json!({"summary_of": ["fan", "negotiate"]})]
+            );
+            assert_eq!(r.step_outputs["taken"]["t"], vec![json!("echo: t")]);
+            assert!(!r.step_outputs.contains_key("not_taken"));
+            let seen = seen.lock().unwrap();
+            assert_eq!(seen.first(), Some(&"start"));
+            assert_eq!(seen.last(), Some(&"close"));
+        }
+    });
+}
+
+pub fn an_answer_in_the_final_status_message_is_the_output_blocking_and_streaming<
+    T: TestRuntime,
+>() {
+    // The `replier` agent finishes with `TaskUpdater.complete(message)` and no artifact.
+    T::block_on(async {
+        for binding in BINDINGS {
+            for streaming in [false, true] {
+                let cards: Vec<AgentCard> = peers()
+                    .cards
+                    .iter()
+                    .cloned()
+                    .map(|mut c| {
+                        if c.name == "replier" {
+                            c.capabilities.streaming = Some(streaming);
+                        }
+                        c
+                    })
+                    .collect();
+                let engine = Engine::<T>::builder(cards)
+                    .preferred_binding(binding)
+                    .build()
+                    .unwrap();
+                let r = engine
+                    .execute(
+                        one_step("replier", "hi"),
+                        RunStart::default(),
+                        Arc::new(host()),
+                    )
+                    .await;
+                assert!(
+                    r.success,
+                    "{binding:?} streaming={streaming}: {:?}",
+                    r.history
+                );
+                assert_eq!(
+                    r.step_outputs["s"]["hi"],
+                    vec![json!("reply: hi")],
+                    "{binding:?} streaming={streaming}"
+                );
+            }
+        }
+    });
+}
+
+pub fn a_stream_reset_by_the_network_after_the_task_is_known_still_succeeds<T: TestRuntime>() {
+    use crate::fault_proxy::{FaultPlan, FaultProxy};
+    T::block_on(async {
+        for binding in BINDINGS {
+            let card = peers().cards.iter().find(|c| c.name == "paced").unwrap();
+            let url = card
+                .supported_interfaces
+                .iter()
+                .find(|i| i.protocol_binding == binding.as_str())
+                .expect("interface")
+                .url
+                .clone();
+            let authority = url.split('/').nth(2).unwrap();
+            let upstream = authority.parse().expect("socket address");
+            // The snapshot and WORKING reach the engine, then the connection breaks.
+            let proxy = FaultProxy::start(
+                upstream,
+                FaultPlan {
+                    cut_after_events: Some(2),
+                    cuts: 1,
+                    ..FaultPlan::default()
+                },
+            );
+            let mut proxied = card.clone();
+            for i in &mut proxied.supported_interfaces {
+                i.url = proxy.rewrite(&i.url);
+            }
+            let engine = Engine::<T>::builder(vec![proxied])
+                .preferred_binding(binding)
+                .task_budget(Duration::from_secs(30))
+                .build()
+                .unwrap();
+            let r = engine
+                .execute(
+                    one_step("paced", "go"),
+                    RunStart::default(),
+                    Arc::new(host()),
+                )
+                .await;
+            assert!(r.success, "{binding:?}: {:?}", r.history);
+            assert_eq!(
+                r.step_outputs["s"]["go"],
+                vec![json!("chunk1 "), json!("chunk2: go")],
+                "{binding:?}"
+            );
+            assert_eq!(proxy.cuts_done(), 1, "{binding:?}");
+            let (send, cancel) = match binding {
+                Binding::JsonRpc => ("\"SendStreamingMessage\"", "\"CancelTask\""),
+                _ => ("/message:stream", ":cancel"),
+            };
+            assert_eq!(proxy.count_sent(send), 1, "{binding:?}: one message sent");
+            assert_eq!(
+                proxy.count_sent(cancel),
+                0,
+                "{binding:?}: nothing cancelled"
+            );
+        }
+    });
+}

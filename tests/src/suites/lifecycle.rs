@@ -1,0 +1,354 @@
+//! Lifecycle over real HTTP: event order, cancellation, panicking callbacks, `on_finish`.
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use crate::loopback::LoopbackServer;
+use crate::{Plan, ScriptedAgent};
+use a2at_core::event::EventType;
+use a2at_core::host::{MessageContent, TaskStatus, codes};
+use a2at_core::run::RunStart;
+use a2at_core::workflow::{ValidatedWorkflow, parse_and_validate};
+use a2at_driver::{BuiltControlPoint, ControlPointBuilder, EventEnvelope};
+use futures::StreamExt;
+use serde_json::{Value, json};
+
+use crate::runtime::TestRuntime;
+
+type Engine<T> = a2at_driver::Engine<<T as TestRuntime>::Rt>;
+
+fn workflow(v: Value) -> ValidatedWorkflow {
+    parse_and_validate(&v.to_string()).expect("valid workflow")
+}
+
+fn chain() -> ValidatedWorkflow {
+    workflow(json!({"name": "chain", "steps": [
+        {"name": "a", "subtasks": [{"agent": "alpha", "description": "first"}], "next": [{"step": "b"}]},
+        {"name": "b", "subtasks": [{"agent": "beta", "description": "second"}]}
+    ]}))
+}
+
+/// Three remote subtasks in parallel that stay WORKING until cancelled.
+fn three_waiting() -> ValidatedWorkflow {
+    workflow(json!({"name": "wait", "steps": [
+        {"name": "w", "subtasks": [
+            {"agent": "alpha", "description": "one"},
+            {"agent": "alpha", "description": "two"},
+            {"agent": "beta", "description": "three"}]}
+    ]}))
+}
+
+fn echo_host() -> BuiltControlPoint {
+    ControlPointBuilder::new()
+        .on_task(|req| async move { Ok(MessageContent::text(req.instruction)) })
+        .build()
+}
+
+fn engine<T: TestRuntime>(server: &LoopbackServer) -> Engine<T> {
+    Engine::<T>::builder(server.cards())
+        .poll_interval(Duration::from_millis(5))
+        .task_budget(Duration::from_secs(10))
+        .cancel_budget(Duration::from_secs(2))
+        .build()
+        .expect("engine")
+}
+
+fn working(agent: ScriptedAgent) -> ScriptedAgent {
+    agent.by_default(Plan::States(vec!["TASK_STATE_WORKING"]))
+}
+
+/// Waits (briefly) until `cond` holds.
+async fn eventually<T: TestRuntime>(what: &str, cond: impl Fn() -> bool) {
+    for _ in 0..400 {
+        if cond() {
+            return;
+        }
+        T::sleep(Duration::from_millis(5)).await;
+    }
+    panic!("timed out waiting for: {what}");
+}
+
+pub fn events_stream_in_lifecycle_order_with_close_last<T: TestRuntime>() {
+    T::block_on(async {
+        let server = LoopbackServer::start(vec![
+            ScriptedAgent::new("alpha").streaming(),
+            ScriptedAgent::new("beta"),
+        ])
+        .await;
+        let engine = engine::<T>(&server);
+        let sunk: Arc<Mutex<Vec<&'static str>>> = Arc::default();
+        let sink = sunk.clone();
+        let finished: Arc<Mutex<Vec<&'static str>>> = Arc::default();
+        let seen_by_finish = finished.clone();
+        let mut handle = engine
+            .run(chain(), Arc::new(echo_host()))
+            .event_sink(move |e| sink.lock().unwrap().push(e.type_str()))
+            .on_finish(move |result, events: &[EventEnvelope]| {
+                assert!(result.success);
+                *seen_by_finish.lock().unwrap() = events.iter().map(|e| e.type_str()).collect();
+                Ok::<(), std::io::Error>(())
+            })
+            .spawn();
+        let streamed: Vec<EventEnvelope> = handle.events().collect().await;
+        let result = handle.result().await;
+        assert!(result.success, "{:?}", result.error);
+
+        let types: Vec<&str> = streamed.iter().map(|e| e.type_str()).collect();
+        assert_eq!(types.first(), Some(&"start"));
+        assert_eq!(
+            &types[types.len() - 3..],
+            ["workflow_complete", "complete", "close"]
+        );
+        assert_eq!(types.iter().filter(|t| **t == "close").count(), 1);
+        assert!(types.contains(&"agent_artifact_update"), "{types:?}");
+        let a = types.iter().position(|t| *t == "step_start").unwrap();
+        let b = types.iter().rposition(|t| *t == "step_start").unwrap();
+        assert!(a < b);
+        // The sink saw the same events; on_finish saw everything but `close`.
+        assert_eq!(*sunk.lock().unwrap(), types);
+        assert_eq!(*finished.lock().unwrap(), types[..types.len() - 1]);
+        // Timestamps are epoch seconds and never go backwards.
+        assert!(streamed[0].timestamp > 1.6e9);
+        assert!(
+            streamed
+                .windows(2)
+                .all(|w| w[0].timestamp <= w[1].timestamp)
+        );
+        let envelope = serde_json::to_value(&streamed[0]).unwrap();
+        assert_eq!(envelope["type"], "start");
+        assert!(envelope["data"].is_object() && envelope["timestamp"].is_f64());
+    })
+}
+
+async fn assert_cancelled_everywhere(server: &LoopbackServer, result: &a2at_core::ExecutionResult) {
+    assert!(!result.success);
+    assert_eq!(
+        result.error.as_ref().map(|e| e.code.as_str()),
+        Some(codes::CANCELLED)
+    );
+    for agent in ["alpha", "beta"] {
+        let a = server.agent(agent);
+        assert!(a.open_tasks().is_empty(), "{agent}: {:?}", a.open_tasks());
+    }
+    assert_eq!(
+        server.requests_to("alpha", "CancelTask").len()
+            + server.requests_to("beta", "CancelTask").len(),
+        3
+    );
+}
+
+pub fn cancelling_through_the_handle_cancels_every_remote_task<T: TestRuntime>() {
+    T::block_on(async {
+        let server = LoopbackServer::start(vec![
+            working(ScriptedAgent::new("alpha")),
+            working(ScriptedAgent::new("beta").rest()),
+        ])
+        .await;
+        let engine = engine::<T>(&server);
+        let mut handle = engine.run(three_waiting(), Arc::new(echo_host())).spawn();
+        // Wait until all three tasks exist and are being polled.
+        while let Some(e) = handle.next_event().await {
+            if e.kind == EventType::AgentStatusUpdate
+                && server.requests_to("alpha", "GetTask").len() >= 2
+                && !server.requests_to("beta", "GetTask").is_empty()
+            {
+                break;
+            }
+        }
+        handle.cancel();
+        let result = handle.result().await;
+        assert_cancelled_everywhere(&server, &result).await;
+        assert!(
+            result
+                .history
+                .iter()
+                .all(|t| t.status == TaskStatus::Cancelled),
+            "{:?}",
+            result.history
+        );
+    })
+}
+
+pub fn dropping_the_execute_future_cancels_and_cleans_up_in_the_background<T: TestRuntime>() {
+    T::block_on(async {
+        let server = LoopbackServer::start(vec![
+            working(ScriptedAgent::new("alpha").streaming()),
+            working(ScriptedAgent::new("beta")),
+        ])
+        .await;
+        let engine = engine::<T>(&server);
+        let finished = Arc::new(AtomicUsize::new(0));
+        let f = finished.clone();
+        let run = engine
+            .run(three_waiting(), Arc::new(echo_host()))
+            .on_finish(move |result, _: &[EventEnvelope]| {
+                assert_eq!(result.error.as_ref().unwrap().code, codes::CANCELLED);
+                f.fetch_add(1, Ordering::SeqCst);
+                Ok::<(), std::io::Error>(())
+            })
+            .execute();
+        let outcome = futures::future::select(
+            Box::pin(run),
+            Box::pin(T::sleep(Duration::from_millis(150))),
+        )
+        .await;
+        assert!(
+            matches!(outcome, futures::future::Either::Right(_)),
+            "the run must still be waiting"
+        );
+        drop(outcome);
+        eventually::<T>("every task cancelled", || {
+            server.requests_to("alpha", "CancelTask").len()
+                + server.requests_to("beta", "CancelTask").len()
+                == 3
+        })
+        .await;
+        eventually::<T>("on_finish ran", || finished.load(Ordering::SeqCst) == 1).await;
+        for agent in ["alpha", "beta"] {
+            assert!(server.agent(agent).open_tasks().is_empty());
+        }
+    })
+}
+
+pub fn a_panicking_on_task_fails_that_task_and_the_process_survives<T: TestRuntime>() {
+    T::block_on(async {
+        let server = LoopbackServer::start(vec![
+            ScriptedAgent::new("alpha"),
+            ScriptedAgent::new("beta"),
+        ])
+        .await;
+        let engine = engine::<T>(&server);
+        let host = ControlPointBuilder::new()
+            .on_task(|req| async move {
+                if req.agent_name == "beta" {
+                    panic!("secret content must not leak");
+                }
+                Ok(MessageContent::text(req.instruction))
+            })
+            .build();
+        let result = engine
+            .execute(chain(), RunStart::default(), Arc::new(host))
+            .await;
+        assert!(!result.success);
+        assert_eq!(result.error.as_ref().unwrap().code, codes::STEP_FAILED);
+        let failed = result.history.iter().find(|t| t.step_name == "b").unwrap();
+        assert_eq!(
+            failed.error_code.as_deref(),
+            Some(codes::HOST_CALLBACK_PANICKED)
+        );
+        assert!(!failed.error.as_deref().unwrap_or("").contains("secret"));
+        // Nothing was sent for the panicking task; the engine still works afterwards.
+        assert!(server.requests("beta").is_empty());
+        let again = engine
+            .execute(chain(), RunStart::default(), Arc::new(echo_host()))
+            .await;
+        assert!(again.success);
+    })
+}
+
+/// Runs the chain with seed 7 against fresh agents, with the given run options.
+async fn seeded_chain<T: TestRuntime>(
+    options: impl FnOnce(
+        a2at_driver::RunBuilder<T::Rt, BuiltControlPoint>,
+    ) -> a2at_driver::RunBuilder<T::Rt, BuiltControlPoint>,
+) -> a2at_core::ExecutionResult {
+    let server = LoopbackServer::start(vec![
+        ScriptedAgent::new("alpha"),
+        ScriptedAgent::new("beta"),
+    ])
+    .await;
+    let engine = engine::<T>(&server);
+    options(engine.run(chain(), Arc::new(echo_host())).seed(7))
+        .execute()
+        .await
+}
+
+pub fn a_failing_or_panicking_on_finish_never_changes_the_result<T: TestRuntime>() {
+    T::block_on(async {
+        let baseline = seeded_chain::<T>(|r| r).await;
+        assert!(baseline.success);
+        let failing = seeded_chain::<T>(|r| {
+            r.on_finish(|_, _: &[EventEnvelope]| Err(std::io::Error::other("disk full")))
+        })
+        .await;
+        let panicking = seeded_chain::<T>(|r| {
+            r.on_finish_async(|_, _| async { panic!("hook bug") })
+                .event_sink(|_| panic!("sink bug"))
+        })
+        .await;
+        assert_eq!(failing, baseline);
+        assert_eq!(panicking, baseline);
+    })
+}
+
+pub fn unimplemented_callbacks_fail_explicitly<T: TestRuntime>() {
+    T::block_on(async {
+        let server = LoopbackServer::start(vec![
+            ScriptedAgent::new("alpha"),
+            ScriptedAgent::new("beta"),
+        ])
+        .await;
+        let engine = engine::<T>(&server);
+        let result = engine
+            .execute(
+                chain(),
+                RunStart::default(),
+                Arc::new(ControlPointBuilder::new().build()),
+            )
+            .await;
+        assert!(!result.success);
+        assert_eq!(
+            result.history[0].error_code.as_deref(),
+            Some(codes::HOST_HANDLER_MISSING)
+        );
+    })
+}
+
+/// Sets its flag when dropped.
+struct DropFlag(Arc<AtomicUsize>);
+
+impl Drop for DropFlag {
+    fn drop(&mut self) {
+        self.0.fetch_add(1, Ordering::SeqCst);
+    }
+}
+
+pub fn a_callback_that_outlives_its_budget_is_dropped<T: TestRuntime>() {
+    T::block_on(async {
+        let card = a2at_core::a2a::AgentCard::from_json_value(&ScriptedAgent::new("alpha").card())
+            .unwrap();
+        let engine = Engine::<T>::builder(vec![card])
+            .task_budget(Duration::from_millis(100))
+            .build()
+            .expect("engine");
+        let dropped = Arc::new(AtomicUsize::new(0));
+        let flag = dropped.clone();
+        let host = ControlPointBuilder::new()
+            .on_task(move |_| {
+                let guard = DropFlag(flag.clone());
+                async move {
+                    let _guard = guard;
+                    std::future::pending::<()>().await;
+                    Ok(MessageContent::text("never"))
+                }
+            })
+            .build();
+        let wf = workflow(
+            json!({"steps": [{"name": "a", "subtasks": [{"agent": "alpha", "description": "x"}]}]}),
+        );
+        let started = std::time::Instant::now();
+        let result = engine
+            .execute(wf, RunStart::default(), Arc::new(host))
+            .await;
+        assert_eq!(
+            result.history[0].error_code.as_deref(),
+            Some(codes::TIMEOUT)
+        );
+        assert!(started.elapsed() >= Duration::from_millis(100));
+        eventually::<T>("the abandoned callback was dropped", || {
+            dropped.load(Ordering::SeqCst) == 1
+        })
+        .await;
+    })
+}

@@ -1,0 +1,211 @@
+//! The runtime behaviour suites, written once and compiled per runtime: each function is
+//! generic over a [`TestRuntime`](crate::runtime::TestRuntime), and each suite's macro turns
+//! them into `#[test]`s for one runtime (see [`crate::runtime`]). A new test is a `pub fn` in a
+//! suite module plus its name in the suite's macro.
+
+// Each public function is one test whose name says what it checks; the suite macros list them.
+#![allow(missing_docs)]
+
+pub mod auth;
+pub mod engine_api;
+pub mod extension;
+pub mod http_runs;
+pub mod interop;
+pub mod lifecycle;
+pub mod protocol_log;
+pub mod security;
+
+/// One `#[test]` per listed suite function, each calling it on `$rt`.
+#[doc(hidden)]
+#[macro_export]
+macro_rules! __suite_tests {
+    ($rt:ty, $module:ident, [$($(#[$attr:meta])* $test:ident,)*]) => {
+        $(
+            #[test]
+            $(#[$attr])*
+            fn $test() {
+                $crate::suites::$module::$test::<$rt>();
+            }
+        )*
+    };
+}
+
+/// Instantiates the extension suite (Authorization-T and Notification-T through the extension sender) on a
+/// [`TestRuntime`](crate::runtime::TestRuntime).
+#[macro_export]
+macro_rules! extension_suite {
+    ($rt:ty) => {
+        $crate::__suite_tests!(
+            $rt,
+            extension,
+            [
+                the_agent_ending_the_stream_completes_the_subscription,
+                a_terminal_state_mid_subscription_keeps_it_open,
+                ack_timeout_fails_the_acknowledgement_and_closes_the_stream,
+                closing_before_the_ack_fails_it_and_the_listener_may_close_at_once,
+                a_dropped_connection_reattaches_with_subscribe_to_task,
+                reattachment_gives_up_after_the_configured_attempts,
+                a_non_streaming_agent_answers_once_and_that_is_the_whole_stream,
+                preconditions_fail_before_any_request,
+                an_expired_authorization_cancels_its_remote_task,
+                a_slow_listener_delays_neither_other_subscriptions_nor_a_workflow,
+                failing_extensions_leave_a_concurrent_workflow_unchanged,
+                ack_then_notifications_then_host_close,
+                authorization_success_failure_rejection_and_polling,
+            ]
+        );
+    };
+}
+
+/// Instantiates the http runs suite (workflows over loopback HTTP on both bindings) on a
+/// [`TestRuntime`](crate::runtime::TestRuntime).
+#[macro_export]
+macro_rules! http_runs_suite {
+    ($rt:ty) => {
+        $crate::__suite_tests!(
+            $rt,
+            http_runs,
+            [
+                fan_out_and_routing_complete_over_jsonrpc_unary,
+                fan_out_and_routing_complete_over_jsonrpc_streaming,
+                fan_out_and_routing_complete_over_rest_unary,
+                fan_out_and_routing_complete_over_rest_streaming,
+            ]
+        );
+    };
+}
+
+/// Instantiates the interop suite (interop with agents written with the official Python SDK (ignored unless `tests/run` set them up)) on a
+/// [`TestRuntime`](crate::runtime::TestRuntime).
+#[macro_export]
+macro_rules! interop_suite {
+    ($rt:ty) => {
+        $crate::__suite_tests!(
+            $rt,
+            interop,
+            [
+                #[ignore = "needs the Python interop peers: run tests/run"]
+                a_blocking_agent_completes_on_both_bindings,
+                #[ignore = "needs the Python interop peers: run tests/run"]
+                a_streaming_agent_delivers_assembled_artifact_chunks_on_both_bindings,
+                #[ignore = "needs the Python interop peers: run tests/run"]
+                an_input_required_negotiation_round_trip_completes_on_both_bindings,
+                #[ignore = "needs the Python interop peers: run tests/run"]
+                a_failed_task_keeps_its_evidence,
+                #[ignore = "needs the Python interop peers: run tests/run"]
+                a_rejected_call_projects_the_error_envelope_on_both_bindings,
+                #[ignore = "needs the Python interop peers: run tests/run"]
+                cancelling_midway_cancels_the_remote_task_on_both_bindings,
+                #[ignore = "needs the Python interop peers: run tests/run"]
+                a_multi_step_workflow_with_fan_out_and_routing_runs_against_python_agents,
+                #[ignore = "needs the Python interop peers: run tests/run"]
+                an_answer_in_the_final_status_message_is_the_output_blocking_and_streaming,
+                #[ignore = "needs the Python interop peers: run tests/run"]
+                a_stream_reset_by_the_network_after_the_task_is_known_still_succeeds,
+            ]
+        );
+    };
+}
+
+/// Instantiates the security suite (discovery over HTTP, login deadlines, TLS against a loopback TLS server, `.env` files and credential sources, the protocol log knobs) on a
+/// [`TestRuntime`](crate::runtime::TestRuntime).
+#[macro_export]
+macro_rules! security_suite {
+    ($rt:ty) => {
+        $crate::__suite_tests!(
+            $rt,
+            security,
+            [
+                registry_fetches_all_by_name_and_registers,
+                registry_errors_are_typed,
+                redirects_are_followed_and_bounded,
+                psop_load_and_search_send_the_token_and_parse_the_answers,
+                access_tokens_never_reach_the_logs_or_the_errors,
+                an_oversized_answer_is_a_typed_error_not_a_memory_sink,
+                a_center_that_never_answers_hits_the_configured_deadline,
+                tls_verification_extra_ca_and_the_insecure_mode,
+                a_hanging_login_hits_its_deadline_and_nothing_is_sent_unauthenticated,
+                credentials_come_from_a_file_or_inline_never_both_with_the_key_from_a_dotenv,
+                protocol_log_knobs_come_from_the_env_file_and_the_builder_wins,
+                tls_client_identity_files_and_revocation_lists,
+                planted_secrets_in_logins_and_credential_files_never_reach_the_logs,
+            ]
+        );
+    };
+}
+
+/// Instantiates the engine api suite (concurrency limits, many concurrent runs, `send_task`, transport failures, card and TLS validation, event selection) on a
+/// [`TestRuntime`](crate::runtime::TestRuntime).
+#[macro_export]
+macro_rules! engine_api_suite {
+    ($rt:ty) => {
+        $crate::__suite_tests!(
+            $rt,
+            engine_api,
+            [
+                in_flight_exchanges_never_exceed_the_limits_across_runs,
+                two_hundred_concurrent_runs_share_one_engine,
+                send_task_runs_one_task_without_a_workflow,
+                transport_failures_become_no_response,
+                invalid_cards_and_settings_are_typed_errors,
+                a_tls_policy_that_cannot_be_built_is_an_error_never_a_fallback,
+                events_are_built_only_when_someone_can_see_them,
+            ]
+        );
+    };
+}
+
+/// Instantiates the lifecycle suite (event order, cancellation, panicking callbacks, `on_finish`, budgets) on a
+/// [`TestRuntime`](crate::runtime::TestRuntime).
+#[macro_export]
+macro_rules! lifecycle_suite {
+    ($rt:ty) => {
+        $crate::__suite_tests!(
+            $rt,
+            lifecycle,
+            [
+                events_stream_in_lifecycle_order_with_close_last,
+                cancelling_through_the_handle_cancels_every_remote_task,
+                dropping_the_execute_future_cancels_and_cleans_up_in_the_background,
+                a_panicking_on_task_fails_that_task_and_the_process_survives,
+                a_failing_or_panicking_on_finish_never_changes_the_result,
+                unimplemented_callbacks_fail_explicitly,
+                a_callback_that_outlives_its_budget_is_dropped,
+            ]
+        );
+    };
+}
+
+/// Instantiates the auth suite (built-in credentials at the transport: static tokens, API keys, logins with a cached token, merging with the host's hook, never sending unauthenticated) on a
+/// [`TestRuntime`](crate::runtime::TestRuntime).
+#[macro_export]
+macro_rules! auth_suite {
+    ($rt:ty) => {
+        $crate::__suite_tests!(
+            $rt,
+            auth,
+            [
+                a_card_that_requires_auth_is_never_called_without_credentials,
+                a_static_encrypted_token_is_sent_as_a_bearer_header,
+                an_api_key_in_the_query_is_added_to_the_url,
+                a_conflicting_header_from_the_hook_blocks_the_send,
+                a_login_token_is_fetched_once_and_reused_by_concurrent_runs,
+                the_extension_sender_built_from_an_engine_uses_its_credentials,
+                a_credentials_file_fails_closed_without_the_key_and_loads_with_it,
+            ]
+        );
+    };
+}
+
+/// Instantiates the protocol log suite (the protocol log at the real transport boundary never shows a planted secret) on a
+/// [`TestRuntime`](crate::runtime::TestRuntime).
+#[macro_export]
+macro_rules! protocol_log_suite {
+    ($rt:ty) => {
+        $crate::__suite_tests!(
+            $rt,
+            protocol_log,
+            [planted_secrets_never_reach_the_protocol_log,]
+        );
+    };
+}
