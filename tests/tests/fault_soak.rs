@@ -13,12 +13,14 @@ use std::time::Duration;
 use a2at_core::run::RunConfig;
 use a2at_core::workflow::parse_and_validate;
 use a2at_core::{IdGenerator, RetryPolicy};
+use a2at_driver::{Engine, SeedSource};
 use a2at_tests::ScriptedHost;
 use a2at_tests::conformance::ScriptedControlPoint;
 use a2at_tests::fault_mix::{
     AgentSpec, agents, comparable, names, repeated_message_ids, simulate_mix, workflow,
 };
 use a2at_tests::loopback::LoopbackServer;
+use a2at_tests::runtime::TestRuntime;
 use serde_json::Value;
 
 fn env_u64(name: &str, default: u64) -> u64 {
@@ -53,91 +55,77 @@ fn clean_result(specs: &[AgentSpec], seed: u64) -> Value {
     comparable(simulate_mix(specs, false, config).result())
 }
 
-macro_rules! soak {
-    ($name:ident, $rt:ident, $block_on:expr, $sleep:expr) => {
-        #[test]
-        fn $name() {
-            use $rt as rt;
-            let runs = env_u64("A2AT_SOAK_RUNS", 25);
-            let first = env_u64("A2AT_SOAK_SEED", 1);
-            let mut retried = 0usize;
-            for seed in first..first + runs {
-                let specs = specs(seed);
-                let server = LoopbackServer::spawn(agents(&specs, true));
-                let engine = rt::Engine::builder(server.cards())
-                    .task_budget(Duration::from_secs(20))
-                    .poll_interval(Duration::from_millis(5))
-                    .retry(retry())
-                    .seed(rt::SeedSource::Fixed(seed))
-                    .build()
-                    .expect("engine");
-                let host = Arc::new(ScriptedControlPoint::new(ScriptedHost::default(), $sleep));
-                let wf = parse_and_validate(&workflow(specs.len()).to_string()).unwrap();
-                let events = Arc::new(Mutex::new(Vec::new()));
-                let sink = events.clone();
-                let result = ($block_on)(
-                    engine
-                        .run(wf, host)
-                        .event_sink(move |e| {
-                            if e.type_str() == "agent_retry" {
-                                sink.lock().unwrap().push(e.data.clone());
-                            }
-                        })
-                        .execute(),
-                );
-                let context = format!("seed {seed}: {specs:?}");
-                assert_eq!(comparable(&result), clean_result(&specs, seed), "{context}");
-                // Every subtask is accounted for: n chain steps plus the n-way fan-out.
-                if result.success {
-                    assert_eq!(result.history.len(), 2 * specs.len(), "{context}");
-                }
-                let events = events.lock().unwrap();
-                retried += events.len();
-                for name in names(specs.len()) {
-                    let ids: Vec<String> = server
-                        .requests(&name)
-                        .iter()
-                        .filter(|r| r.method == "SendMessage" || r.method == "SendStreamingMessage")
-                        .filter_map(|r| {
-                            r.message()
-                                .and_then(|m| m.get("messageId"))
-                                .and_then(Value::as_str)
-                                .map(str::to_owned)
-                        })
-                        .collect();
-                    let resent = events
-                        .iter()
-                        .filter(|e| e["agent"] == name.as_str() && e["action"] == "resend")
-                        .count();
-                    assert_eq!(repeated_message_ids(&ids), resent, "{context}");
-                    assert!(
-                        server.requests_to(&name, "CancelTask").is_empty(),
-                        "{context}"
-                    );
-                }
-            }
-            println!("{}: {runs} runs, {retried} retries", stringify!($name));
+fn soak<T: TestRuntime>() {
+    let runs = env_u64("A2AT_SOAK_RUNS", 25);
+    let first = env_u64("A2AT_SOAK_SEED", 1);
+    let mut retried = 0usize;
+    for seed in first..first + runs {
+        let specs = specs(seed);
+        let server = LoopbackServer::spawn(agents(&specs, true));
+        let engine = Engine::<T::Rt>::builder(server.cards())
+            .task_budget(Duration::from_secs(20))
+            .poll_interval(Duration::from_millis(5))
+            .retry(retry())
+            .seed(SeedSource::Fixed(seed))
+            .build()
+            .expect("engine");
+        let host = Arc::new(ScriptedControlPoint::new(ScriptedHost::default(), T::sleep));
+        let wf = parse_and_validate(&workflow(specs.len()).to_string()).unwrap();
+        let events = Arc::new(Mutex::new(Vec::new()));
+        let sink = events.clone();
+        let result = T::block_on(
+            engine
+                .run(wf, host)
+                .event_sink(move |e| {
+                    if e.type_str() == "agent_retry" {
+                        sink.lock().unwrap().push(e.data.clone());
+                    }
+                })
+                .execute(),
+        );
+        let context = format!("seed {seed}: {specs:?}");
+        assert_eq!(comparable(&result), clean_result(&specs, seed), "{context}");
+        // Every subtask is accounted for: n chain steps plus the n-way fan-out.
+        if result.success {
+            assert_eq!(result.history.len(), 2 * specs.len(), "{context}");
         }
-    };
+        let events = events.lock().unwrap();
+        retried += events.len();
+        for name in names(specs.len()) {
+            let ids: Vec<String> = server
+                .requests(&name)
+                .iter()
+                .filter(|r| r.method == "SendMessage" || r.method == "SendStreamingMessage")
+                .filter_map(|r| {
+                    r.message()
+                        .and_then(|m| m.get("messageId"))
+                        .and_then(Value::as_str)
+                        .map(str::to_owned)
+                })
+                .collect();
+            let resent = events
+                .iter()
+                .filter(|e| e["agent"] == name.as_str() && e["action"] == "resend")
+                .count();
+            assert_eq!(repeated_message_ids(&ids), resent, "{context}");
+            assert!(
+                server.requests_to(&name, "CancelTask").is_empty(),
+                "{context}"
+            );
+        }
+    }
+    println!("{}: {runs} runs, {retried} retries", T::NAME);
 }
 
-fn tokio_block_on<F: std::future::Future>(f: F) -> F::Output {
-    tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .expect("tokio runtime")
-        .block_on(f)
+a2at_tests::tokio_test_runtime!(OnTokio, current_thread);
+a2at_tests::smol_test_runtime!(OnSmol);
+
+#[test]
+fn soak_on_tokio() {
+    soak::<OnTokio>();
 }
 
-fn tokio_sleep(d: Duration) -> std::pin::Pin<Box<dyn std::future::Future<Output = ()> + Send>> {
-    Box::pin(tokio::time::sleep(d))
+#[test]
+fn soak_on_smol() {
+    soak::<OnSmol>();
 }
-
-fn smol_sleep(d: Duration) -> std::pin::Pin<Box<dyn std::future::Future<Output = ()> + Send>> {
-    Box::pin(async move {
-        smol::Timer::after(d).await;
-    })
-}
-
-soak!(soak_on_tokio, a2at_tokio, tokio_block_on, tokio_sleep);
-soak!(soak_on_smol, a2at_smol, smol::block_on, smol_sleep);
