@@ -200,23 +200,27 @@ pub fn a_failed_task_keeps_its_evidence<T: TestRuntime>() {
     });
 }
 
+/// The peers' cards, with `agent` claiming (or not) to stream whatever its card says.
+fn cards_claiming_streaming(agent: &str, streaming: bool) -> Vec<AgentCard> {
+    peers()
+        .cards
+        .iter()
+        .cloned()
+        .map(|mut c| {
+            if c.name == agent {
+                c.capabilities.streaming = Some(streaming);
+            }
+            c
+        })
+        .collect()
+}
+
 pub fn a_rejected_call_projects_the_error_envelope_on_both_bindings<T: TestRuntime>() {
     // Claim streaming for the blocking echo agent: the server rejects the streaming call before
     // creating a task, with the standard error envelope.
     T::block_on(async {
         for binding in BINDINGS {
-            let cards: Vec<AgentCard> = peers()
-                .cards
-                .iter()
-                .cloned()
-                .map(|mut c| {
-                    if c.name == "echo" {
-                        c.capabilities.streaming = Some(true);
-                    }
-                    c
-                })
-                .collect();
-            let engine = Engine::<T>::builder(cards)
+            let engine = Engine::<T>::builder(cards_claiming_streaming("echo", true))
                 .preferred_binding(binding)
                 .build()
                 .unwrap();
@@ -330,18 +334,7 @@ pub fn an_answer_in_the_final_status_message_is_the_output_blocking_and_streamin
     T::block_on(async {
         for binding in BINDINGS {
             for streaming in [false, true] {
-                let cards: Vec<AgentCard> = peers()
-                    .cards
-                    .iter()
-                    .cloned()
-                    .map(|mut c| {
-                        if c.name == "replier" {
-                            c.capabilities.streaming = Some(streaming);
-                        }
-                        c
-                    })
-                    .collect();
-                let engine = Engine::<T>::builder(cards)
+                let engine = Engine::<T>::builder(cards_claiming_streaming("replier", streaming))
                     .preferred_binding(binding)
                     .build()
                     .unwrap();
