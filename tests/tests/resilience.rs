@@ -469,3 +469,18 @@ fn attempts_record_when_each_fault_happened() {
     }
     assert!(attempts[1]["atMs"].as_u64().unwrap() >= 750);
 }
+
+#[test]
+fn a_failed_lookup_reports_the_sends_own_fault() {
+    // The agent has no ListTasks: the subtask fails with what the lost answer gave (a reset),
+    // not with the lookup's METHOD_NOT_FOUND.
+    let agent =
+        ScriptedAgent::new("a")
+            .without_list_tasks()
+            .fault_on("SendMessage", 1, AgentFault::Reset);
+    let out = run(agent, RunConfig::default());
+    let t = &out.result().history[0];
+    assert_eq!(t.error_code.as_deref(), Some(codes::REMOTE_NO_RESPONSE));
+    assert_eq!(t.error_details.as_ref().unwrap()["transport"], "io");
+    assert_eq!(out.requests_to("a", "ListTasks").len(), 1);
+}
