@@ -167,6 +167,11 @@ pub enum AgentFault {
         /// `Retry-After` in seconds.
         retry_after: Option<u64>,
     },
+    /// HTTP 429 without processing the request (optionally with `Retry-After: N`).
+    TooManyRequests {
+        /// `Retry-After` in seconds.
+        retry_after: Option<u64>,
+    },
     /// Refuse the connection: the request never reaches the agent. In the simulator only; on
     /// loopback an accepted connection cannot be refused (use `fault_proxy` there).
     Refused,
@@ -525,14 +530,19 @@ impl ScriptedAgent {
                 kind: TransportErrorKind::Connect,
             };
         }
-        if let AgentFault::Unavailable { retry_after } = fault {
+        let refusal = match fault {
+            AgentFault::Unavailable { retry_after } => Some((503, retry_after)),
+            AgentFault::TooManyRequests { retry_after } => Some((429, retry_after)),
+            _ => None,
+        };
+        if let Some((status, retry_after)) = refusal {
             let mut headers = vec![("content-type".to_owned(), "text/plain".to_owned())];
             if let Some(secs) = retry_after {
                 headers.push(("retry-after".to_owned(), secs.to_string()));
             }
             return AgentReply::Http {
                 delay: Duration::ZERO,
-                status: 503,
+                status,
                 headers,
                 chunks: vec![b"overloaded".to_vec()],
                 chunk_gap: Duration::ZERO,
@@ -582,7 +592,9 @@ impl ScriptedAgent {
             other => other,
         };
         match fault {
-            AgentFault::Unavailable { .. } | AgentFault::Refused => unreachable!("answered above"),
+            AgentFault::Unavailable { .. }
+            | AgentFault::TooManyRequests { .. }
+            | AgentFault::Refused => unreachable!("answered above"),
             AgentFault::Reset => AgentReply::TransportError {
                 delay: Duration::ZERO,
                 kind: TransportErrorKind::Io,

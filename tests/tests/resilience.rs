@@ -484,3 +484,56 @@ fn a_failed_lookup_reports_the_sends_own_fault() {
     assert_eq!(t.error_details.as_ref().unwrap()["transport"], "io");
     assert_eq!(out.requests_to("a", "ListTasks").len(), 1);
 }
+
+#[test]
+fn too_many_requests_is_resent_after_its_retry_after() {
+    let agent = ScriptedAgent::new("a").fault_on(
+        "SendMessage",
+        1,
+        AgentFault::TooManyRequests {
+            retry_after: Some(2),
+        },
+    );
+    let out = run(agent, RunConfig::default());
+    assert!(out.result().success);
+    assert_eq!(out.requests_to("a", "SendMessage").len(), 2);
+    let retries = out.events("agent_retry");
+    assert_eq!(retries[0]["reason"], "a2a.http.429");
+    assert_eq!(retries[0]["action"], "resend");
+    assert_eq!(retries[0]["delay_ms"], 2000);
+}
+
+#[test]
+fn a_retry_due_exactly_at_the_deadline_is_not_made() {
+    // The refusal arrives after the simulator's one millisecond; a retry two seconds later would
+    // start exactly when the budget ends, which is too late: the agent's answer is the error.
+    let agent = ScriptedAgent::new("a").fault_on(
+        "SendMessage",
+        1,
+        AgentFault::Unavailable {
+            retry_after: Some(2),
+        },
+    );
+    let config = RunConfig {
+        task_budget: Duration::from_millis(2001),
+        ..RunConfig::default()
+    };
+    let out = run(agent, config);
+    let t = &out.result().history[0];
+    assert_eq!(t.error_code.as_deref(), Some("a2a.http.503"), "{t:?}");
+    assert_eq!(out.requests_to("a", "SendMessage").len(), 1);
+    // One millisecond more and the retry fits.
+    let agent = ScriptedAgent::new("a").fault_on(
+        "SendMessage",
+        1,
+        AgentFault::Unavailable {
+            retry_after: Some(2),
+        },
+    );
+    let config = RunConfig {
+        task_budget: Duration::from_millis(2002),
+        ..RunConfig::default()
+    };
+    let out = run(agent, config);
+    assert!(out.result().success, "{:?}", out.result().history);
+}
