@@ -1,13 +1,12 @@
-//! Authorization-T and Notification-T: operations independent of any workflow (features.md
-//! §1.13 XS-1..XS-11, TO-5; a2a-wire §8.7).
+//! Authorization-T and Notification-T: operations independent of any workflow.
 //!
 //! Two sans-IO machines, with the same contract as [`Run`](crate::Run): feed [`Input`]s with
 //! [`handle`](Authorization::handle) and the time they happened, drain outputs with
 //! `poll_output`, and call `handle_timeout` when the clock reaches `poll_timeout`. They reuse the
 //! protocol codecs ([`encode_call`], [`ResponseDecoder`], [`ResponseAccumulator`]) but never a
 //! workflow [`Run`](crate::Run), its transport or its context id: each operation draws its own
-//! fresh `contextId` from its own seeded [`IdGenerator`] (XS-9), and its outcome goes only to
-//! the caller, never to a workflow, a `ControlPoint` or the workflow event stream (XS-1, XS-11).
+//! fresh `contextId` from its own seeded [`IdGenerator`], and its outcome goes only to
+//! the caller, never to a workflow, a `ControlPoint` or the workflow event stream.
 //!
 //! * [`Authorization`]: one blocking `SendMessage` (never streaming), `GetTask` polling while
 //!   the task is SUBMITTED/WORKING, one [`AuthorizationResult`].
@@ -15,7 +14,7 @@
 //!   card says `streaming: false`), a real acknowledgement, every event delivered, bounded
 //!   reattachment with `SubscribeToTask`.
 //!
-//! ## Preconditions (XS-10)
+//! ## Preconditions
 //!
 //! Both constructors check, before any output exists: the agent is in the directory; the
 //! content is valid (at least one part, no blank extension URI); it **activates** the matching
@@ -38,26 +37,26 @@
 //!   (`a2a.empty_stream`); budget expiry ([`codes::TIMEOUT`]); [`Input::Cancel`]
 //!   ([`codes::CANCELLED`]).
 //! * A failure with a known non-final remote task sends one `CancelTask` cleanup, bounded by
-//!   [`ExtensionConfig::cancel_budget`] (TO-3). Its outcome changes nothing; the machine is
+//!   [`ExtensionConfig::cancel_budget`]. Its outcome changes nothing; the machine is
 //!   [done](Authorization::is_done) once it ended.
 //!
 //! ## Notification rules
 //!
-//! * **Acknowledgement (XS-4)**: the first event carrying a concrete task state (a task snapshot
+//! * **Acknowledgement**: the first event carrying a concrete task state (a task snapshot
 //!   or a status update whose state is not unspecified/unknown) settles it: FAILED, CANCELED or
 //!   REJECTED fail it (`remote.task_*`), any other state confirms it. An artifact update or a bare
-//!   message alone does not. [`ExtensionConfig::ack_timeout`] (default 300 s, TO-5) bounds the
+//!   message alone does not. [`ExtensionConfig::ack_timeout`] (default 300 s) bounds the
 //!   wait for it, across reattachments; it never bounds anything after the acknowledgement.
 //!   When it fires, the acknowledgement fails ([`codes::ACK_TIMEOUT`]) and the stream is
 //!   closed: never a synthesised success.
-//! * A failed acknowledgement by state does **not** close the stream (XS-6): the event is still
+//! * A failed acknowledgement by state does **not** close the stream: the event is still
 //!   delivered, and the subscription ends when the agent ends the stream or the host closes it.
-//! * **Delivery (XS-5)**: every event becomes one [`NotificationOutput::Delivered`] with the
+//! * **Delivery**: every event becomes one [`NotificationOutput::Delivered`] with the
 //!   complete [`ReceivedMessage`]: a bare message as itself; a task snapshot, status update (with
-//!   its message) or artifact update as the subscription's assembled task view (TR-8: deltas
+//!   its message) or artifact update as the subscription's assembled task view (deltas
 //!   merged by artifact id, snapshots authoritative). The accumulator belongs to this
-//!   subscription only (TR-9).
-//! * **Terminal states do not close the subscription (XS-6).** Only the host (close) or the end
+//!   subscription only.
+//! * **Terminal states do not close the subscription.** Only the host (close) or the end
 //!   of the stream does.
 //! * **End of stream**: when the stream ends or drops (transport failure) while the task is
 //!   known and not terminal, the machine reattaches with `SubscribeToTask(taskId)` after
@@ -107,9 +106,9 @@ pub mod codes {
     pub const TIMEOUT: &str = "extension.timeout";
     /// The caller cancelled the authorization.
     pub const CANCELLED: &str = "extension.cancelled";
-    /// No acknowledgement within the ACK timeout (XS-4, TO-5).
+    /// No acknowledgement within the ACK timeout.
     pub const ACK_TIMEOUT: &str = "extension.ack_timeout";
-    /// The host closed the subscription before it was acknowledged (XS-7).
+    /// The host closed the subscription before it was acknowledged.
     pub const CLOSED_BEFORE_ACK: &str = "extension.closed_before_acknowledgement";
     /// The stream ended without any event carrying a task state.
     pub const NO_ACKNOWLEDGEMENT: &str = "extension.no_acknowledgement";
@@ -128,7 +127,7 @@ pub struct ExtensionConfig {
     pub poll_interval: Duration,
     /// Authorization: budget of the `CancelTask` cleanup (default 5 s).
     pub cancel_budget: Duration,
-    /// Notification: wait for the first acknowledgement (default 300 s, TO-5).
+    /// Notification: wait for the first acknowledgement (default 300 s).
     pub ack_timeout: Duration,
     /// Notification: `SubscribeToTask` attempts in a row before giving up (default 3).
     pub max_reattach_attempts: u32,
@@ -156,7 +155,7 @@ impl Default for ExtensionConfig {
     }
 }
 
-/// Why an extension operation cannot start (checked before any output, XS-10).
+/// Why an extension operation cannot start (checked before any output).
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]
 pub enum PreconditionError {
@@ -401,7 +400,7 @@ impl Link {
         }
     }
 
-    /// Task/context identity checks (TT-14) for one event; records the task id.
+    /// Task/context identity checks for one event; records the task id.
     fn check_identity(&mut self, event: &StreamResponse) -> Result<(), ExtensionFailure> {
         crate::remote::track_identity(event, &self.context_id, &mut self.remote_task_id).map_err(
             |d| {
@@ -414,7 +413,7 @@ impl Link {
     }
 }
 
-/// XS-10 and the content rules of a2a-wire P15.
+/// The preconditions of an extension send and the content rules every send follows.
 fn check_content(
     content: &MessageContent,
     agent: &AgentEntry,
@@ -488,7 +487,7 @@ fn due(at: Option<Timestamp>, now: Timestamp) -> bool {
 
 // ----- Authorization-T -----
 
-/// The outcome of one Authorization-T send: a `SendMessageResult`-like record (TR-10) that is
+/// The outcome of one Authorization-T send: a `SendMessageResult`-like record that is
 /// returned to the caller only.
 #[derive(Debug, Clone, PartialEq)]
 pub struct AuthorizationResult {
@@ -502,9 +501,9 @@ pub struct AuthorizationResult {
     pub task_id: Option<String>,
     /// The fresh context id of this authorization.
     pub context_id: String,
-    /// Everything received, with every metadata level kept (TR-9).
+    /// Everything received, with every metadata level kept.
     pub received_messages: Vec<ReceivedMessage>,
-    /// Text convenience (TR-11); diagnostics only.
+    /// Text convenience; diagnostics only.
     pub text: String,
     /// Stable failure code when not successful.
     pub failure_code: Option<String>,
@@ -538,7 +537,7 @@ enum AuthPhase {
     Done,
 }
 
-/// One Authorization-T send (XS-2): see the [module docs](self) for its rules.
+/// One Authorization-T send: see the [module docs](self) for its rules.
 #[derive(Debug)]
 pub struct Authorization {
     link: Link,
@@ -553,7 +552,7 @@ pub struct Authorization {
 }
 
 impl Authorization {
-    /// Checks the preconditions (XS-10) and queues the `SendMessage`. Time starts at
+    /// Checks the preconditions and queues the `SendMessage`. Time starts at
     /// [`Timestamp::ZERO`].
     pub fn new(
         agents: &AgentDirectory,
@@ -827,12 +826,12 @@ pub enum NotificationOutput {
         /// The exchange.
         op: OpId,
     },
-    /// The acknowledgement arrived (XS-4); emitted just before the `Delivered` of its event.
+    /// The acknowledgement arrived; emitted just before the `Delivered` of its event.
     Acknowledged,
     /// The acknowledgement failed: first state FAILED/CANCELED/REJECTED, ACK timeout, closed
     /// before acknowledgement, or the subscription ended before one.
     AcknowledgementFailed(ExtensionFailure),
-    /// One event, as the complete received message (XS-5).
+    /// One event, as the complete received message.
     Delivered(Box<ReceivedMessage>),
     /// A `SubscribeToTask` stream delivered its first event (just before its `Delivered`);
     /// events between the drop and now may have been lost.
@@ -852,7 +851,7 @@ enum Ack {
     Settled,
 }
 
-/// One Notification-T subscription (XS-3..XS-8): see the [module docs](self) for its rules.
+/// One Notification-T subscription: see the [module docs](self) for its rules.
 #[derive(Debug)]
 pub struct Notification {
     link: Link,
@@ -871,7 +870,7 @@ pub struct Notification {
 }
 
 impl Notification {
-    /// Checks the preconditions (XS-10) and queues the `SendStreamingMessage` (or the unary
+    /// Checks the preconditions and queues the `SendStreamingMessage` (or the unary
     /// `SendMessage` for a non-streaming agent). Time starts at [`Timestamp::ZERO`].
     pub fn new(
         agents: &AgentDirectory,

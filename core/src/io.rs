@@ -15,7 +15,7 @@ use crate::result::ExecutionResult;
 /// Something that happened, fed to a machine with the time it happened.
 ///
 /// An input for an unknown, finished or abandoned id is dropped without effect: this is how a
-/// late host answer or a late HTTP response is ignored and never acted on (TO-1).
+/// late host answer or a late HTTP response is ignored and never acted on.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
 #[non_exhaustive]
@@ -136,7 +136,7 @@ pub enum OpPurpose {
     Cancel,
 }
 
-/// Local correlation fields for protocol logs (PL-7); never sent on the wire.
+/// Local correlation fields for protocol logs; never sent on the wire.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Correlation {
     /// The run's execution id.

@@ -117,6 +117,7 @@ pub mod a2a;
 pub mod a2at;
 pub mod agents;
 pub mod auth;
+mod config;
 pub mod discovery;
 pub mod driver_support;
 pub mod envfile;

@@ -1,17 +1,17 @@
 //! The lifecycle of one dispatched A2A task: content from the host, send, stream or poll,
 //! Negotiation-T exchanges, result, and cleanup of a known non-final remote task.
 //!
-//! One [`Invocation`] exists per remote subtask activation. It has a single budget (TO-2) that
+//! One [`Invocation`] exists per remote subtask activation. It has a single budget that
 //! covers `on_task`, the send, waiting and negotiation. It uses a fresh A2A context id, keeps
-//! the same remote task identity throughout (TT-6, TT-14), and decides success only on
-//! `TASK_STATE_COMPLETED` or a standalone message (TT-12).
+//! the same remote task identity throughout, and decides success only on
+//! `TASK_STATE_COMPLETED` or a standalone message.
 //!
 //! Faults of the network or of an overloaded agent follow [`crate::retry`]: a send that
 //! provably never reached the agent is sent again unchanged, a known task whose observation
 //! broke is found again with `SubscribeToTask` or `GetTask` (phase `Backoff`, then a new
 //! exchange), and a send whose answer was lost is looked up with `ListTasks` by context id.
 //!
-//! ## Negotiation-T rules (NG-1..NG-24)
+//! ## Negotiation-T rules
 //!
 //! * Activation is the host's choice: the first content must list the Negotiation-T URI in
 //!   `extensions`. Otherwise any `INPUT_REQUIRED` (or Propose) fails as unsupported.
@@ -48,6 +48,7 @@ use crate::a2a::{
 };
 use crate::a2at::{self, NegotiationContext, Performative};
 use crate::agents::{AgentDirectory, AgentEntry};
+use crate::config::RunConfig;
 use crate::event::EventType;
 use crate::host::{
     Exchange, HostError, HostReply, HostRequest, MessageContent, NegotiationReply,
@@ -57,7 +58,6 @@ use crate::ids::{CallId, OpId, TaskKey};
 use crate::io::{Correlation, HttpRequest, OpPurpose, Output, TransportError, TransportErrorKind};
 use crate::machine::{CallOwner, Ctx, OpEntry, TimerKey, emit};
 use crate::retry::{self, MAX_ATTEMPTS};
-use crate::run::RunConfig;
 use crate::time::Timestamp;
 
 /// Where an invocation is.
@@ -1256,7 +1256,7 @@ impl Invocation {
         Some(result)
     }
 
-    /// Releases everything still pending and cancels a known non-final remote task (TO-3).
+    /// Releases everything still pending and cancels a known non-final remote task.
     fn finish(&mut self, env: &mut Env<'_>) {
         match std::mem::replace(&mut self.phase, Phase::Done) {
             Phase::Composing(call) | Phase::Negotiating { call, .. } => env.ctx.abandon_call(call),
@@ -1370,7 +1370,7 @@ fn host_failure(e: HostError) -> Failure {
     }
 }
 
-/// TT-14 for one event of an exchange on `context_id`: a context id, when present, must be ours;
+/// The identity rule for one event of an exchange on `context_id`: a context id, when present, must be ours;
 /// a task id must be non-blank and never change. Learns the task id from the first event that
 /// names one. `Err` carries the detail of what changed.
 pub(crate) fn track_identity(
@@ -1440,7 +1440,7 @@ fn carries_negotiation_key(received: &ReceivedMessage) -> bool {
     message || task || artifacts
 }
 
-/// Content rules checked before the first send (TT-3, TT-7, TT-8, a2a-wire P15).
+/// Content rules checked before the first send.
 fn check_content(content: &MessageContent, agent: &AgentEntry) -> Result<(), Failure> {
     let invalid = |m: String| Failure::new(codes::INVALID_CONTENT, m);
     content.validate().map_err(|e| invalid(e.to_string()))?;
@@ -1463,7 +1463,7 @@ fn check_content(content: &MessageContent, agent: &AgentEntry) -> Result<(), Fai
     check_required_extensions(&agent.card, &content.extensions).map_err(|e| invalid(e.to_string()))
 }
 
-/// NG-12: the reply carries and activates Negotiation-T with the same id, round and maxRounds,
+/// A reply carries and activates Negotiation-T with the same id, round and maxRounds,
 /// and is not a new Propose.
 fn check_reply(content: &MessageContent, received: &NegotiationContext) -> Result<(), String> {
     content.validate().map_err(|e| e.to_string())?;

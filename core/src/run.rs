@@ -15,23 +15,23 @@
 //! *settled* and at least one activated edge reaches it (start steps are activated by the run).
 //! A predecessor settles when it finished routing, or when it is itself a dead path (all of its
 //! predecessors settled without activating it). Dead paths propagate, so a join never waits for
-//! a branch that was not taken (DG-4), and every step settles in a valid DAG. The deadlock check
-//! (DG-5) is kept as a guard and reports the missing predecessors.
+//! a branch that was not taken, and every step settles in a valid DAG. The deadlock check
+//! is kept as a guard and reports the missing predecessors.
 //!
 //! After a step fails, nothing new is dispatched; steps already running finish, and their
-//! routing is skipped (DG-7). Cancellation cancels every running subtask (and its known
+//! routing is skipped. Cancellation cancels every running subtask (and its known
 //! non-final remote task) and abandons pending host calls. The run finishes when nothing is in
 //! flight, including `CancelTask` cleanup exchanges, which have their own budget.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
-use std::time::Duration;
 
 use serde_json::{Value, json};
 
-use crate::a2a::{A2aCall, DecodeLimits, ResponseItem, StreamResponse};
+use crate::a2a::{A2aCall, ResponseItem, StreamResponse};
 use crate::agents::AgentDirectory;
-use crate::event::{EventSelection, EventType};
+pub use crate::config::{ConfigError, RunConfig};
+use crate::event::EventType;
 use crate::host::{
     HostReply, HostRequest, RouteDecision, RouteRequest, TaskExecutionResult, TaskRequest,
     TaskResult, TaskStatus, UpstreamStepResult, WorkflowInput, codes,
@@ -41,107 +41,8 @@ use crate::io::{ApiMisuse, Input, OpPurpose, Output};
 use crate::machine::{CallOwner, Ctx, TimerKey, emit};
 use crate::remote::{Env, Invocation, open_exchange};
 use crate::result::{ExecutionResult, RunError, StepReport, StepStatus};
-use crate::retry::RetryPolicy;
 use crate::time::Timestamp;
 use crate::workflow::{ContextSources, EdgeTarget, StepType, ValidatedWorkflow};
-
-/// Settings of one run. Defaults follow the reference engines (CF-1, CF-3, CF-11).
-#[derive(Debug, Clone, PartialEq)]
-pub struct RunConfig {
-    /// Seed of the id generator: the same seed and inputs give byte-identical outputs.
-    pub seed: u64,
-    /// Execution id; drawn from the seeded generator when `None`.
-    pub execution_id: Option<String>,
-    /// One budget per task activation: content, send, waiting and negotiation (default 600 s).
-    pub task_budget: Duration,
-    /// Budget of each `on_route` and `on_self_task` call (default 600 s).
-    pub callback_budget: Duration,
-    /// Delay between `GetTask` observations of a waiting task (default 250 ms).
-    pub poll_interval: Duration,
-    /// Budget of each `CancelTask` cleanup exchange (default 5 s).
-    pub cancel_budget: Duration,
-    /// Local negotiation exchanges allowed per task (default 3).
-    pub max_negotiation_exchanges: u32,
-    /// `historyLength` sent with sends and polls (default `Some(0)`: the engine never needs it).
-    pub history_length: Option<i32>,
-    /// Size limits for decoding responses.
-    pub decode_limits: DecodeLimits,
-    /// Which events are built and emitted (default all). The result is complete either way.
-    pub events: EventSelection,
-    /// How faults of the network or of an overloaded agent are retried (default: 5 attempts,
-    /// 200 ms doubling to 5 s); see [`crate::retry`]. Check it with [`RetryPolicy::validate`]
-    /// before a run: attempts beyond [`crate::retry::MAX_ATTEMPTS`] are not made.
-    pub retry: RetryPolicy,
-}
-
-impl Default for RunConfig {
-    fn default() -> Self {
-        RunConfig {
-            seed: 0,
-            execution_id: None,
-            task_budget: Duration::from_secs(600),
-            callback_budget: Duration::from_secs(600),
-            poll_interval: Duration::from_millis(250),
-            cancel_budget: Duration::from_secs(5),
-            max_negotiation_exchanges: 3,
-            history_length: Some(0),
-            decode_limits: DecodeLimits::default(),
-            events: EventSelection::All,
-            retry: RetryPolicy::default(),
-        }
-    }
-}
-
-/// Why a [`RunConfig`] is unusable; each variant names the setting.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[non_exhaustive]
-pub enum ConfigError {
-    /// A budget, interval or timeout is zero.
-    #[error("{0} must be positive")]
-    ZeroDuration(&'static str),
-    /// A count or size limit is zero.
-    #[error("{0} must be at least 1")]
-    ZeroLimit(&'static str),
-    /// The retry policy is unusable.
-    #[error(transparent)]
-    Retry(#[from] crate::retry::RetryPolicyError),
-}
-
-impl RunConfig {
-    /// Checks every setting: budgets, intervals and limits must be positive, and the retry
-    /// policy must be valid. Runtimes call it when an engine is built, so a bad setting is
-    /// reported before any run starts.
-    pub fn validate(&self) -> Result<(), ConfigError> {
-        let durations = [
-            ("task_budget", self.task_budget),
-            ("callback_budget", self.callback_budget),
-            ("poll_interval", self.poll_interval),
-            ("cancel_budget", self.cancel_budget),
-        ];
-        if let Some((name, _)) = durations.iter().find(|(_, d)| d.is_zero()) {
-            return Err(ConfigError::ZeroDuration(name));
-        }
-        let limits = [
-            (
-                "max_negotiation_exchanges",
-                self.max_negotiation_exchanges as usize,
-            ),
-            (
-                "decode_limits.max_event_bytes",
-                self.decode_limits.max_event_bytes,
-            ),
-            (
-                "decode_limits.max_body_bytes",
-                self.decode_limits.max_body_bytes,
-            ),
-        ];
-        if let Some((name, _)) = limits.iter().find(|(_, n)| *n == 0) {
-            return Err(ConfigError::ZeroLimit(name));
-        }
-        self.retry.validate()?;
-        Ok(())
-    }
-}
 
 /// What the host starts a run with.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -1,4 +1,4 @@
-//! Per-invocation response assembly (features.md TR-8, TR-9, TR-11, CX-5; a2a-wire §1.4).
+//! Per-invocation response assembly: the task view, received messages, outputs and text.
 //!
 //! One [`ResponseAccumulator`] per task invocation or stream; never shared. It folds every
 //! [`StreamResponse`] of that invocation (unary results, stream events, polling snapshots) into
@@ -20,7 +20,7 @@ use super::types::{Artifact, Message, PartContent, Role, StreamResponse, TaskSta
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
-/// One message as received, with each metadata layer kept separate (TR-9).
+/// One message as received, with each metadata layer kept separate.
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct ReceivedMessage {
@@ -212,7 +212,7 @@ impl ResponseAccumulator {
         self.task_seen
     }
 
-    /// TR-9: one [`ReceivedMessage`] per standalone message, then (if a task was seen) one
+    /// One [`ReceivedMessage`] per standalone message, then (if a task was seen) one
     /// holding the latest status message, the task metadata and the assembled artifacts.
     pub fn received_messages(&self) -> Vec<ReceivedMessage> {
         let mut out: Vec<ReceivedMessage> = self
@@ -285,7 +285,7 @@ impl ResponseAccumulator {
             .collect()
     }
 
-    /// TR-11 text convenience: the text parts of the assembled artifacts joined with `\n`;
+    /// The text convenience: the text parts of the assembled artifacts joined with `\n`;
     /// else the text of the latest status message; else that of the standalone messages.
     pub fn text(&self) -> String {
         fn texts<'a>(parts: impl Iterator<Item = &'a super::types::Part>) -> Vec<&'a str> {

@@ -1,0 +1,106 @@
+//! The settings of a run and their checks. Kept apart from the run machine so that the
+//! machines a run drives (remote tasks) read settings without depending on the run itself.
+
+use std::time::Duration;
+
+use crate::a2a::DecodeLimits;
+use crate::event::EventSelection;
+use crate::retry::RetryPolicy;
+
+/// Settings of one run. The defaults are those of the reference engines.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RunConfig {
+    /// Seed of the id generator: the same seed and inputs give byte-identical outputs.
+    pub seed: u64,
+    /// Execution id; drawn from the seeded generator when `None`.
+    pub execution_id: Option<String>,
+    /// One budget per task activation: content, send, waiting and negotiation (default 600 s).
+    pub task_budget: Duration,
+    /// Budget of each `on_route` and `on_self_task` call (default 600 s).
+    pub callback_budget: Duration,
+    /// Delay between `GetTask` observations of a waiting task (default 250 ms).
+    pub poll_interval: Duration,
+    /// Budget of each `CancelTask` cleanup exchange (default 5 s).
+    pub cancel_budget: Duration,
+    /// Local negotiation exchanges allowed per task (default 3).
+    pub max_negotiation_exchanges: u32,
+    /// `historyLength` sent with sends and polls (default `Some(0)`: the engine never needs it).
+    pub history_length: Option<i32>,
+    /// Size limits for decoding responses.
+    pub decode_limits: DecodeLimits,
+    /// Which events are built and emitted (default all). The result is complete either way.
+    pub events: EventSelection,
+    /// How faults of the network or of an overloaded agent are retried (default: 5 attempts,
+    /// 200 ms doubling to 5 s); see [`crate::retry`]. Check it with [`RetryPolicy::validate`]
+    /// before a run: attempts beyond [`crate::retry::MAX_ATTEMPTS`] are not made.
+    pub retry: RetryPolicy,
+}
+
+impl Default for RunConfig {
+    fn default() -> Self {
+        RunConfig {
+            seed: 0,
+            execution_id: None,
+            task_budget: Duration::from_secs(600),
+            callback_budget: Duration::from_secs(600),
+            poll_interval: Duration::from_millis(250),
+            cancel_budget: Duration::from_secs(5),
+            max_negotiation_exchanges: 3,
+            history_length: Some(0),
+            decode_limits: DecodeLimits::default(),
+            events: EventSelection::All,
+            retry: RetryPolicy::default(),
+        }
+    }
+}
+
+/// Why a [`RunConfig`] is unusable; each variant names the setting.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum ConfigError {
+    /// A budget, interval or timeout is zero.
+    #[error("{0} must be positive")]
+    ZeroDuration(&'static str),
+    /// A count or size limit is zero.
+    #[error("{0} must be at least 1")]
+    ZeroLimit(&'static str),
+    /// The retry policy is unusable.
+    #[error(transparent)]
+    Retry(#[from] crate::retry::RetryPolicyError),
+}
+
+impl RunConfig {
+    /// Checks every setting: budgets, intervals and limits must be positive, and the retry
+    /// policy must be valid. Runtimes call it when an engine is built, so a bad setting is
+    /// reported before any run starts.
+    pub fn validate(&self) -> Result<(), ConfigError> {
+        let durations = [
+            ("task_budget", self.task_budget),
+            ("callback_budget", self.callback_budget),
+            ("poll_interval", self.poll_interval),
+            ("cancel_budget", self.cancel_budget),
+        ];
+        if let Some((name, _)) = durations.iter().find(|(_, d)| d.is_zero()) {
+            return Err(ConfigError::ZeroDuration(name));
+        }
+        let limits = [
+            (
+                "max_negotiation_exchanges",
+                self.max_negotiation_exchanges as usize,
+            ),
+            (
+                "decode_limits.max_event_bytes",
+                self.decode_limits.max_event_bytes,
+            ),
+            (
+                "decode_limits.max_body_bytes",
+                self.decode_limits.max_body_bytes,
+            ),
+        ];
+        if let Some((name, _)) = limits.iter().find(|(_, n)| *n == 0) {
+            return Err(ConfigError::ZeroLimit(name));
+        }
+        self.retry.validate()?;
+        Ok(())
+    }
+}
