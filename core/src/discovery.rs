@@ -46,6 +46,59 @@ impl std::fmt::Debug for DiscoveryRequest {
     }
 }
 
+/// Redirects a discovery call follows before giving up.
+pub const MAX_REDIRECTS: usize = 10;
+
+impl DiscoveryRequest {
+    /// The request to send after an answer with `status` and `location`: `Ok(None)` when the
+    /// answer is not a redirect (301, 302, 303, 307, 308 with a `Location`). 307 and 308 repeat
+    /// the request as it was; 301, 302 and 303 continue with a GET without body. An absolute
+    /// `http(s)` location is taken as it is, `/path` stays on the same origin; any other form
+    /// is refused (`Err` says why), so a redirect cannot switch to another scheme.
+    pub fn redirected(
+        &self,
+        status: u16,
+        location: Option<&str>,
+    ) -> Result<Option<DiscoveryRequest>, String> {
+        if !matches!(status, 301 | 302 | 303 | 307 | 308) {
+            return Ok(None);
+        }
+        let Some(location) = location else {
+            return Ok(None);
+        };
+        let next = resolve_location(&self.url, location)
+            .ok_or_else(|| format!("HTTP {status} with an unusable Location header"))?;
+        let mut req = self.clone();
+        if !matches!(status, 307 | 308) {
+            req.method = HttpMethod::Get;
+            req.body.clear();
+            req.headers
+                .retain(|(n, _)| !n.eq_ignore_ascii_case("content-type"));
+        }
+        req.log_url = log_url(&next);
+        req.url = next;
+        Ok(Some(req))
+    }
+}
+
+/// `location` resolved against `base`: absolute `http(s)` URLs as they are, `/path` on the
+/// origin of `base`.
+fn resolve_location(base: &str, location: &str) -> Option<String> {
+    let location = location.trim();
+    if location.starts_with("http://") || location.starts_with("https://") {
+        return Some(location.to_owned());
+    }
+    if !location.starts_with('/') || location.starts_with("//") {
+        return None;
+    }
+    let (scheme, rest) = base.split_once("://")?;
+    let authority = rest
+        .split(['/', '?', '#'])
+        .next()
+        .filter(|a| !a.is_empty())?;
+    Some(format!("{scheme}://{authority}{location}"))
+}
+
 /// Why a discovery response cannot be used.
 #[derive(Debug, thiserror::Error)]
 pub enum DiscoveryResponseError {

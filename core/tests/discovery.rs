@@ -193,3 +193,57 @@ fn a_redirect_url_is_logged_with_the_token_anonymous_and_other_secrets_masked() 
     assert_eq!(a2at_core::protolog::redact_url(&log), log);
     assert!(!log.contains("T-3"));
 }
+
+#[test]
+fn redirects_keep_or_drop_the_body_and_stay_on_http() {
+    let post = DiscoveryRequest {
+        method: HttpMethod::Post,
+        url: "https://center.example:8443/rest/v1/x?access_token=s3cret".into(),
+        log_url: "https://center.example:8443/rest/v1/x?access_token=<anonymous>".into(),
+        headers: vec![
+            ("Accept".into(), "application/json".into()),
+            ("Content-Type".into(), "application/json".into()),
+        ],
+        body: b"{\"a\":1}".to_vec(),
+    };
+    // Not a redirect, or a redirect without Location: the answer is final.
+    assert_eq!(post.redirected(200, Some("/elsewhere")), Ok(None));
+    assert_eq!(post.redirected(304, Some("/elsewhere")), Ok(None));
+    assert_eq!(post.redirected(302, None), Ok(None));
+    // 307/308 repeat the request; a path stays on the same origin.
+    for status in [307, 308] {
+        let next = post.redirected(status, Some(" /v2/x ")).unwrap().unwrap();
+        assert_eq!(next.url, "https://center.example:8443/v2/x");
+        assert_eq!(next.method, HttpMethod::Post);
+        assert_eq!(next.body, post.body);
+        assert_eq!(next.headers, post.headers);
+    }
+    // 301/302/303 continue as GET without body or Content-Type.
+    for status in [301, 302, 303] {
+        let next = post
+            .redirected(status, Some("http://other.example/y?access_token=t0ken"))
+            .unwrap()
+            .unwrap();
+        assert_eq!(next.url, "http://other.example/y?access_token=t0ken");
+        assert_eq!(
+            next.log_url,
+            "http://other.example/y?access_token=<anonymous>"
+        );
+        assert_eq!(next.method, HttpMethod::Get);
+        assert!(next.body.is_empty());
+        assert_eq!(
+            next.headers,
+            vec![("Accept".to_owned(), "application/json".to_owned())]
+        );
+    }
+    // Other schemes, scheme-relative and relative locations are refused.
+    for bad in [
+        "ftp://x/y",
+        "//evil.example/x",
+        "relative/path",
+        "file:///etc/passwd",
+    ] {
+        let e = post.redirected(302, Some(bad)).unwrap_err();
+        assert!(e.contains("unusable Location"), "{bad}: {e}");
+    }
+}

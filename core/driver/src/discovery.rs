@@ -11,7 +11,7 @@
 
 use std::time::Duration;
 
-use a2at_core::a2a::{AgentCard, HttpMethod};
+use a2at_core::a2a::AgentCard;
 use a2at_core::auth::Secret;
 use a2at_core::discovery::{
     self as core_discovery, DiscoveryRequest, RegisterOutcome, WorkflowSearchResult,
@@ -34,8 +34,7 @@ pub const DEFAULT_DISCOVERY_DEADLINE: Duration = Duration::from_secs(30);
 /// The default cap on one discovery response body: a card list or a workflow is far smaller,
 /// and a hostile or broken center must not be able to exhaust memory.
 pub const DEFAULT_MAX_DISCOVERY_BODY_BYTES: usize = 16 * 1024 * 1024;
-/// Redirects followed per call before giving up.
-pub const MAX_REDIRECTS: usize = 10;
+pub use a2at_core::discovery::MAX_REDIRECTS;
 
 /// Why a discovery call failed. URLs in it are the logged form (access token `<anonymous>`).
 #[derive(Debug, thiserror::Error)]
@@ -149,27 +148,22 @@ impl<R: Runtime> Fetcher<R> {
     async fn fetch_following(&self, mut req: DiscoveryRequest) -> Result<Answer, DiscoveryError> {
         for _ in 0..=MAX_REDIRECTS {
             let (status, location, body) = self.exchange(&req).await?;
-            let Some(location) = location.filter(|_| is_redirect(status)) else {
-                return Ok(Answer {
-                    status,
-                    body,
-                    url: req.log_url,
-                });
-            };
-            let next =
-                resolve_location(&req.url, &location).ok_or_else(|| DiscoveryError::Redirect {
-                    url: req.log_url.clone(),
-                    message: format!("HTTP {status} with an unusable Location header"),
-                })?;
-            // 307/308 repeat the request as it was; 301/302/303 continue with a GET.
-            if !matches!(status, 307 | 308) {
-                req.method = HttpMethod::Get;
-                req.body.clear();
-                req.headers
-                    .retain(|(n, _)| !n.eq_ignore_ascii_case("content-type"));
+            match req.redirected(status, location.as_deref()) {
+                Ok(Some(next)) => req = next,
+                Ok(None) => {
+                    return Ok(Answer {
+                        status,
+                        body,
+                        url: req.log_url,
+                    });
+                }
+                Err(message) => {
+                    return Err(DiscoveryError::Redirect {
+                        url: req.log_url.clone(),
+                        message,
+                    });
+                }
             }
-            req.log_url = core_discovery::log_url(&next);
-            req.url = next;
         }
         Err(DiscoveryError::Redirect {
             url: req.log_url,
@@ -241,27 +235,6 @@ impl<R: Runtime> Fetcher<R> {
         }
         Ok((status, location, body))
     }
-}
-
-fn is_redirect(status: u16) -> bool {
-    matches!(status, 301 | 302 | 303 | 307 | 308)
-}
-
-/// `location` resolved against `base`: absolute URLs as they are, `/path` on the same origin.
-fn resolve_location(base: &str, location: &str) -> Option<String> {
-    let location = location.trim();
-    if location.starts_with("http://") || location.starts_with("https://") {
-        return Some(location.to_owned());
-    }
-    if !location.starts_with('/') || location.starts_with("//") {
-        return None;
-    }
-    let uri: http::Uri = base.parse().ok()?;
-    Some(format!(
-        "{}://{}{location}",
-        uri.scheme_str()?,
-        uri.authority()?
-    ))
 }
 
 fn response_error(
