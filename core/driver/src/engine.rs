@@ -18,7 +18,7 @@ use a2at_core::host::{
 };
 use a2at_core::result::ExecutionResult;
 use a2at_core::run::{Run, RunConfig, RunStart};
-use a2at_core::workflow::{ValidatedWorkflow, WorkflowError, parse_and_validate};
+use a2at_core::workflow::ValidatedWorkflow;
 use futures::FutureExt;
 use futures::channel::{mpsc, oneshot};
 use tracing::Instrument;
@@ -501,7 +501,7 @@ impl<R: Runtime> Engine<R> {
         content: MessageContent,
         strategy: Option<Arc<N>>,
     ) -> TaskExecutionResult {
-        let workflow = match one_step_workflow(agent) {
+        let workflow = match ValidatedWorkflow::single_task("send_task", agent, "send_task") {
             Ok(w) => w,
             Err(e) => return local_failure(agent, codes::AGENT_NOT_FOUND, e.to_string()),
         };
@@ -704,15 +704,6 @@ impl<R: Runtime, C: ControlPoint + 'static> RunBuilder<R, C> {
         }
         self.spawn().result().await
     }
-}
-
-/// The synthetic workflow behind `send_task`: one step, one subtask for `agent`.
-fn one_step_workflow(agent: &str) -> Result<ValidatedWorkflow, WorkflowError> {
-    let json = serde_json::json!({
-        "name": "send_task",
-        "steps": [{"name": "send_task", "subtasks": [{"agent": agent, "description": "send_task"}]}]
-    });
-    parse_and_validate(&json.to_string())
 }
 
 fn local_failure(agent: &str, code: &str, message: String) -> TaskExecutionResult {

@@ -29,7 +29,7 @@
 use std::cmp::Reverse;
 use std::collections::{BTreeMap, BTreeSet, BinaryHeap};
 
-use super::model::{ContextFrom, Step, Workflow, is_terminal_marker};
+use super::model::{ContextFrom, Step, Subtask, Workflow, is_terminal_marker};
 use super::parse::WorkflowParseError;
 use crate::ids::StepId;
 
@@ -272,6 +272,30 @@ impl Problems {
 }
 
 impl ValidatedWorkflow {
+    /// A workflow of one `ALL_SUCCESS` step named `step` with one subtask for `agent`: what a
+    /// single task sent outside any designed workflow runs as. Fails only for names the rules
+    /// refuse (blank, or a terminal marker).
+    pub fn single_task(
+        step: &str,
+        agent: &str,
+        description: &str,
+    ) -> Result<ValidatedWorkflow, WorkflowValidationError> {
+        ValidatedWorkflow::new(Workflow {
+            id: String::new(),
+            name: step.to_owned(),
+            description: String::new(),
+            steps: vec![Step {
+                name: step.to_owned(),
+                subtasks: vec![Subtask {
+                    agent: agent.to_owned(),
+                    description: description.to_owned(),
+                    ..Subtask::default()
+                }],
+                ..Step::default()
+            }],
+        })
+    }
+
     /// Validates `wf`, reporting every problem found.
     pub fn new(wf: Workflow) -> Result<ValidatedWorkflow, WorkflowValidationError> {
         let steps = &wf.steps;
@@ -821,6 +845,21 @@ mod tests {
     use crate::workflow::model::{Edge, StepType};
     use proptest::prelude::*;
     use serde_json::{Value, json};
+
+    #[test]
+    fn a_single_task_workflow_is_the_one_step_document() {
+        let built = ValidatedWorkflow::single_task("send_task", "alpha", "do it").unwrap();
+        let parsed = parse_and_validate(
+            r#"{"name": "send_task", "steps": [{"name": "send_task",
+                "subtasks": [{"agent": "alpha", "description": "do it"}]}]}"#,
+        )
+        .unwrap();
+        assert_eq!(built, parsed);
+        assert_eq!(built.workflow().steps[0].step_type, StepType::AllSuccess);
+        // Names the rules refuse are refused here too.
+        assert!(ValidatedWorkflow::single_task("end", "alpha", "x").is_err());
+        assert!(ValidatedWorkflow::single_task(" ", "alpha", "x").is_err());
+    }
 
     const EXAMPLE: &str = r#"{
       "id": "psop-spn-cross-city-001",
