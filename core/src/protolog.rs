@@ -709,3 +709,151 @@ pub fn summary_lines(result: &crate::result::ExecutionResult) -> Vec<String> {
     lines.push(workflow_finished_line(&result.execution_id, result.success));
     lines
 }
+
+/// The protocol log entries of one response body, assembled so that no entry holds a raw
+/// network chunk: a secret split across two chunks would otherwise escape redaction. SSE bodies
+/// give one entry per complete event (an event larger than the cap is dropped whole and logged
+/// as `body=dropped-capacity`; comments and keep-alives give none); other bodies give one entry
+/// at the end, capped. Bytes are decoded only after assembly.
+#[derive(Debug)]
+pub struct ResponseBodyLog {
+    ctx: LogContext,
+    content_type: Option<String>,
+    cfg: LogConfig,
+    sse: bool,
+    buf: Vec<u8>,
+    /// Raw bytes kept at most (the character cap, four bytes a character).
+    cap_bytes: usize,
+    /// Bytes of the body seen in all (non-SSE).
+    total: usize,
+    /// Bytes of an oversized SSE event being dropped until its delimiter.
+    dropping: Option<usize>,
+}
+
+impl ResponseBodyLog {
+    /// The log of a response with this `Content-Type`.
+    pub fn new(ctx: LogContext, content_type: Option<String>, cfg: LogConfig) -> ResponseBodyLog {
+        let sse = content_type.as_deref().is_some_and(|c| {
+            c.split(';')
+                .next()
+                .is_some_and(|m| m.trim().eq_ignore_ascii_case("text/event-stream"))
+        });
+        ResponseBodyLog {
+            ctx,
+            content_type,
+            cfg,
+            sse,
+            buf: Vec::new(),
+            cap_bytes: cfg.body_cap().saturating_mul(4),
+            total: 0,
+            dropping: None,
+        }
+    }
+
+    /// Takes the next body bytes; returns the entries of the SSE events they completed.
+    pub fn push(&mut self, data: &[u8]) -> Vec<String> {
+        let mut out = Vec::new();
+        self.total += data.len();
+        if !self.sse {
+            let room = self.cap_bytes.saturating_sub(self.buf.len());
+            self.buf.extend_from_slice(&data[..data.len().min(room)]);
+            return out;
+        }
+        self.buf.extend_from_slice(data);
+        loop {
+            let Some((end, delimiter)) = sse_frame_end(&self.buf) else {
+                if self.buf.len() > self.cap_bytes {
+                    *self.dropping.get_or_insert(0) += self.buf.len();
+                    self.buf.clear();
+                }
+                return out;
+            };
+            let frame: Vec<u8> = self.buf.drain(..end + delimiter).collect();
+            match self.dropping.take() {
+                Some(dropped) => out.push(format_sse_dropped(&self.ctx, dropped + frame.len())),
+                None if end > self.cap_bytes => {
+                    out.push(format_sse_dropped(&self.ctx, frame.len()))
+                }
+                None => out.extend(self.event_entry(&frame[..end])),
+            }
+        }
+    }
+
+    fn event_entry(&self, frame: &[u8]) -> Option<String> {
+        let text = String::from_utf8_lossy(frame);
+        let mut event = None;
+        let mut data: Vec<&str> = Vec::new();
+        for line in text.lines() {
+            if let Some(v) = line.strip_prefix("event:") {
+                event = Some(v.trim());
+            } else if let Some(v) = line.strip_prefix("data:") {
+                data.push(v.strip_prefix(' ').unwrap_or(v));
+            }
+        }
+        if event.is_none() && data.is_empty() {
+            return None;
+        }
+        Some(format_sse_event(
+            &self.ctx,
+            event,
+            &data.join("\n"),
+            &self.cfg,
+        ))
+    }
+
+    /// The body ended: the entries of what is left (the whole body, for a non-SSE response).
+    pub fn finish(mut self) -> Vec<String> {
+        if self.sse {
+            if let Some(dropped) = self.dropping.take() {
+                let n = dropped + self.buf.len();
+                return vec![format_sse_dropped(&self.ctx, n)];
+            }
+            if self.buf.is_empty() {
+                return Vec::new();
+            }
+            let rest = std::mem::take(&mut self.buf);
+            return self.event_entry(&rest).into_iter().collect();
+        }
+        if self.total == 0 {
+            return Vec::new();
+        }
+        // A cut inside a multi-byte character would make the text look binary.
+        if let Err(e) = std::str::from_utf8(&self.buf) {
+            if e.error_len().is_none() {
+                self.buf.truncate(e.valid_up_to());
+            }
+        }
+        let mut entry = format_response_body(
+            &self.ctx,
+            self.content_type.as_deref(),
+            &self.buf,
+            &self.cfg,
+        );
+        if self.total > self.buf.len() && self.cfg.include_body {
+            entry.push_str(&format!(
+                "\n[body truncated: {} of {} bytes kept for the log]",
+                self.buf.len(),
+                self.total
+            ));
+        }
+        vec![entry]
+    }
+
+    /// The body broke off with `reason`.
+    pub fn interrupted(self, reason: &str) -> Vec<String> {
+        vec![format_stream_interrupted(&self.ctx, reason)]
+    }
+}
+
+/// The end of the first SSE frame in `buf` and the length of its delimiter.
+fn sse_frame_end(buf: &[u8]) -> Option<(usize, usize)> {
+    let lf = buf.windows(2).position(|w| w == b"\n\n").map(|i| (i, 2));
+    let crlf = buf
+        .windows(4)
+        .position(|w| w == b"\r\n\r\n")
+        .map(|i| (i, 4));
+    match (lf, crlf) {
+        (Some(a), Some(b)) => Some(if a.0 <= b.0 { a } else { b }),
+        (a, b) => a.or(b),
+    }
+}

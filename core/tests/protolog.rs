@@ -541,3 +541,52 @@ fn a_login_token_is_masked_however_it_is_escaped_and_wherever_it_sits() {
     );
     assert_eq!(mask_login_token(b"{}", ""), b"{}");
 }
+
+#[test]
+fn response_bodies_are_logged_whole_events_with_secrets_masked_across_chunks() {
+    let r = req(vec![], "{}");
+    let ctx = || LogContext::of(&r, Channel::Task);
+    // SSE: a token split across two network chunks is still masked; one entry per event,
+    // comments give none.
+    let mut log = ResponseBodyLog::new(
+        ctx(),
+        Some("text/event-stream; charset=utf-8".into()),
+        LogConfig::default(),
+    );
+    let mut entries = log.push(b": keep-alive\n\ndata: {\"token\":\"abc");
+    assert!(entries.is_empty(), "{entries:?}");
+    entries.extend(log.push(b"def\"}\n\ndata: {\"n\":2}\r\n\r\ndata: {\"n\":3}"));
+    assert_eq!(entries.len(), 2, "{entries:?}");
+    assert!(!entries[0].contains("abcdef"), "{}", entries[0]);
+    assert!(entries[0].contains("***"), "{}", entries[0]);
+    assert!(entries[1].contains("\"n\": 2"), "{}", entries[1]);
+    let rest = log.finish();
+    assert_eq!(rest.len(), 1);
+    assert!(rest[0].contains("\"n\": 3"));
+
+    // An SSE event beyond the cap is dropped whole, labelled.
+    let small = LogConfig {
+        max_body_chars: 256,
+        ..LogConfig::default()
+    };
+    let mut log = ResponseBodyLog::new(ctx(), Some("text/event-stream".into()), small);
+    let big = format!("data: {}\n\ndata: {{\"after\":1}}\n\n", "x".repeat(2000));
+    let entries = log.push(big.as_bytes());
+    assert_eq!(entries.len(), 2, "{entries:?}");
+    assert!(entries[0].contains("body=dropped-capacity"));
+    assert!(entries[1].contains("after"));
+
+    // A unary body is one entry at the end, capped and labelled.
+    let mut log = ResponseBodyLog::new(ctx(), Some("application/json".into()), small);
+    let body = format!("{{\"text\":\"{}\"}}", "y".repeat(3000));
+    assert!(log.push(&body.as_bytes()[..100]).is_empty());
+    assert!(log.push(&body.as_bytes()[100..]).is_empty());
+    let entries = log.finish();
+    assert_eq!(entries.len(), 1);
+    assert!(entries[0].contains("body truncated"), "{}", entries[0]);
+    // An empty unary body gives no entry; an interrupted stream says so.
+    let log = ResponseBodyLog::new(ctx(), Some("application/json".into()), small);
+    assert!(log.finish().is_empty());
+    let log = ResponseBodyLog::new(ctx(), Some("text/event-stream".into()), small);
+    assert!(log.interrupted("reset")[0].contains("stream=interrupted"));
+}

@@ -184,140 +184,29 @@ impl<R: Runtime> Transport<R> {
     }
 }
 
-/// Assembles a response body for the protocol log, so that no entry holds a raw network
-/// chunk: a secret split across two chunks would escape redaction. SSE bodies are logged one
-/// complete event at a time (an event larger than the cap is dropped whole and labelled
-/// `body=dropped-capacity`); other bodies once, at the end, capped. Bytes are decoded only
-/// after assembly.
-struct BodyLog {
-    ctx: LogContext,
-    content_type: Option<String>,
-    cfg: LogConfig,
-    sse: bool,
-    buf: Vec<u8>,
-    /// Raw bytes kept at most (the character cap, four bytes a character).
-    cap_bytes: usize,
-    /// Bytes of the body seen in all (non-SSE).
-    total: usize,
-    /// Bytes of an oversized SSE event being dropped until its delimiter.
-    dropping: Option<usize>,
-}
+/// The protocol log of one response body: the core assembles the entries, this only emits them.
+struct BodyLog(protolog::ResponseBodyLog);
 
 impl BodyLog {
     fn new(ctx: LogContext, content_type: Option<String>, cfg: LogConfig) -> BodyLog {
-        let sse = content_type.as_deref().is_some_and(|c| {
-            c.split(';')
-                .next()
-                .is_some_and(|m| m.trim().eq_ignore_ascii_case("text/event-stream"))
-        });
-        BodyLog {
-            ctx,
-            content_type,
-            cfg,
-            sse,
-            buf: Vec::new(),
-            cap_bytes: cfg.body_cap().saturating_mul(4),
-            total: 0,
-            dropping: None,
-        }
+        BodyLog(protolog::ResponseBodyLog::new(ctx, content_type, cfg))
     }
 
     fn push(&mut self, data: &[u8]) {
-        self.total += data.len();
-        if !self.sse {
-            let room = self.cap_bytes.saturating_sub(self.buf.len());
-            self.buf.extend_from_slice(&data[..data.len().min(room)]);
-            return;
-        }
-        self.buf.extend_from_slice(data);
-        loop {
-            let Some((end, delimiter)) = frame_end(&self.buf) else {
-                if self.buf.len() > self.cap_bytes {
-                    *self.dropping.get_or_insert(0) += self.buf.len();
-                    self.buf.clear();
-                }
-                return;
-            };
-            let frame: Vec<u8> = self.buf.drain(..end + delimiter).collect();
-            match self.dropping.take() {
-                Some(dropped) => {
-                    tracing::debug!(target: "a2at::protocol", "{}", protolog::format_sse_dropped(&self.ctx, dropped + frame.len()));
-                }
-                None if end > self.cap_bytes => {
-                    tracing::debug!(target: "a2at::protocol", "{}", protolog::format_sse_dropped(&self.ctx, frame.len()));
-                }
-                None => self.log_event(&frame[..end]),
-            }
-        }
+        emit(self.0.push(data));
     }
 
-    fn log_event(&self, frame: &[u8]) {
-        let text = String::from_utf8_lossy(frame);
-        let mut event = None;
-        let mut data: Vec<&str> = Vec::new();
-        for line in text.lines() {
-            if let Some(v) = line.strip_prefix("event:") {
-                event = Some(v.trim());
-            } else if let Some(v) = line.strip_prefix("data:") {
-                data.push(v.strip_prefix(' ').unwrap_or(v));
-            }
-        }
-        if event.is_none() && data.is_empty() {
-            return; // comments and keep-alives
-        }
-        tracing::debug!(target: "a2at::protocol", "{}", protolog::format_sse_event(&self.ctx, event, &data.join("\n"), &self.cfg));
-    }
-
-    fn finish(mut self) {
-        if self.sse {
-            if let Some(dropped) = self.dropping.take() {
-                let n = dropped + self.buf.len();
-                tracing::debug!(target: "a2at::protocol", "{}", protolog::format_sse_dropped(&self.ctx, n));
-            } else if !self.buf.is_empty() {
-                let rest = std::mem::take(&mut self.buf);
-                self.log_event(&rest);
-            }
-            return;
-        }
-        if self.total == 0 {
-            return;
-        }
-        // A cut inside a multi-byte character would make the text look binary.
-        if let Err(e) = std::str::from_utf8(&self.buf) {
-            if e.error_len().is_none() {
-                self.buf.truncate(e.valid_up_to());
-            }
-        }
-        let mut entry = protolog::format_response_body(
-            &self.ctx,
-            self.content_type.as_deref(),
-            &self.buf,
-            &self.cfg,
-        );
-        if self.total > self.buf.len() && self.cfg.include_body {
-            entry.push_str(&format!(
-                "\n[body truncated: {} of {} bytes kept for the log]",
-                self.buf.len(),
-                self.total
-            ));
-        }
-        tracing::debug!(target: "a2at::protocol", "{entry}");
+    fn finish(self) {
+        emit(self.0.finish());
     }
 
     fn interrupted(self, reason: &str) {
-        tracing::debug!(target: "a2at::protocol", "{}", protolog::format_stream_interrupted(&self.ctx, reason));
+        emit(self.0.interrupted(reason));
     }
 }
 
-/// The end of the first SSE frame in `buf` and the length of its delimiter.
-fn frame_end(buf: &[u8]) -> Option<(usize, usize)> {
-    let lf = buf.windows(2).position(|w| w == b"\n\n").map(|i| (i, 2));
-    let crlf = buf
-        .windows(4)
-        .position(|w| w == b"\r\n\r\n")
-        .map(|i| (i, 4));
-    match (lf, crlf) {
-        (Some(a), Some(b)) => Some(if a.0 <= b.0 { a } else { b }),
-        (a, b) => a.or(b),
+fn emit(entries: Vec<String>) {
+    for entry in entries {
+        tracing::debug!(target: "a2at::protocol", "{entry}");
     }
 }
