@@ -39,16 +39,10 @@ use crate::transport::{AuthHook, Limits, Transport};
 #[derive(Debug, Clone, PartialEq)]
 #[non_exhaustive]
 pub struct EngineConfig {
-    /// One budget per task activation: content, send, waiting and negotiation (default 600 s).
-    pub task_budget: Duration,
-    /// Budget of each `on_route` and `on_self_task` call (default 600 s).
-    pub callback_budget: Duration,
-    /// Delay between `GetTask` observations of a waiting task (default 250 ms).
-    pub poll_interval: Duration,
-    /// Budget of each `CancelTask` cleanup exchange (default 5 s).
-    pub cancel_budget: Duration,
-    /// Local negotiation exchanges allowed per task (default 3).
-    pub max_negotiation_exchanges: u32,
+    /// The core settings every run starts from: budgets, polling, negotiation exchanges,
+    /// decode limits and the retry policy (see [`RunConfig`] for each and its default). Its
+    /// `seed`, `execution_id` and `events` are chosen per run and ignored here.
+    pub run: RunConfig,
     /// The binding to prefer when a card offers several (default: the card's order).
     pub preferred_binding: Option<Binding>,
     /// HTTP exchanges in flight at once per agent, across all runs (default 16).
@@ -61,28 +55,17 @@ pub struct EngineConfig {
     /// A login that misses it fails the send with an authentication error; nothing is sent
     /// unauthenticated.
     pub login_timeout: Duration,
-    /// How faults of the network or of an overloaded agent are retried (default: 5 attempts,
-    /// 200 ms doubling to 5 s, with jitter). A message is resent only when the failure proves
-    /// the agent never processed it; a known task is found again with `SubscribeToTask` or
-    /// `GetTask`. [`RetryPolicy::FAIL_FAST`] turns every retry off.
-    pub retry: RetryPolicy,
 }
 
 impl Default for EngineConfig {
     fn default() -> Self {
-        let core = RunConfig::default();
         EngineConfig {
-            task_budget: core.task_budget,
-            callback_budget: core.callback_budget,
-            poll_interval: core.poll_interval,
-            cancel_budget: core.cancel_budget,
-            max_negotiation_exchanges: core.max_negotiation_exchanges,
+            run: RunConfig::default(),
             preferred_binding: None,
             max_in_flight_per_agent: 16,
             max_in_flight: 256,
             seed: SeedSource::Os,
             login_timeout: DEFAULT_LOGIN_TIMEOUT,
-            retry: core.retry,
         }
     }
 }
@@ -153,39 +136,39 @@ impl<R: Runtime> EngineBuilder<R> {
         self
     }
 
-    /// See [`EngineConfig::task_budget`].
+    /// Sets [`RunConfig::task_budget`] in [`EngineConfig::run`].
     pub fn task_budget(mut self, budget: Duration) -> Self {
-        self.config.task_budget = budget;
+        self.config.run.task_budget = budget;
         self
     }
 
-    /// See [`EngineConfig::callback_budget`].
+    /// Sets [`RunConfig::callback_budget`] in [`EngineConfig::run`].
     pub fn callback_budget(mut self, budget: Duration) -> Self {
-        self.config.callback_budget = budget;
+        self.config.run.callback_budget = budget;
         self
     }
 
-    /// See [`EngineConfig::retry`].
+    /// Sets [`RunConfig::retry`] in [`EngineConfig::run`].
     pub fn retry(mut self, policy: RetryPolicy) -> Self {
-        self.config.retry = policy;
+        self.config.run.retry = policy;
         self
     }
 
-    /// See [`EngineConfig::poll_interval`].
+    /// Sets [`RunConfig::poll_interval`] in [`EngineConfig::run`].
     pub fn poll_interval(mut self, interval: Duration) -> Self {
-        self.config.poll_interval = interval;
+        self.config.run.poll_interval = interval;
         self
     }
 
-    /// See [`EngineConfig::cancel_budget`].
+    /// Sets [`RunConfig::cancel_budget`] in [`EngineConfig::run`].
     pub fn cancel_budget(mut self, budget: Duration) -> Self {
-        self.config.cancel_budget = budget;
+        self.config.run.cancel_budget = budget;
         self
     }
 
-    /// See [`EngineConfig::max_negotiation_exchanges`].
+    /// Sets [`RunConfig::max_negotiation_exchanges`] in [`EngineConfig::run`].
     pub fn max_negotiation_exchanges(mut self, n: u32) -> Self {
-        self.config.max_negotiation_exchanges = n;
+        self.config.run.max_negotiation_exchanges = n;
         self
     }
 
@@ -542,13 +525,9 @@ impl EngineConfig {
     fn run_config(&self, seed: u64) -> RunConfig {
         RunConfig {
             seed,
-            task_budget: self.task_budget,
-            callback_budget: self.callback_budget,
-            poll_interval: self.poll_interval,
-            cancel_budget: self.cancel_budget,
-            max_negotiation_exchanges: self.max_negotiation_exchanges,
-            retry: self.retry,
-            ..RunConfig::default()
+            execution_id: None,
+            events: EventSelection::All,
+            ..self.run.clone()
         }
     }
 }

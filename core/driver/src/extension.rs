@@ -347,9 +347,9 @@ impl<R: Runtime> Engine<R> {
             cards: None,
             directory: Some(parts.directory),
             config: ExtensionSenderConfig {
-                send_budget: c.task_budget,
-                poll_interval: c.poll_interval,
-                cancel_budget: c.cancel_budget,
+                send_budget: c.run.task_budget,
+                poll_interval: c.run.poll_interval,
+                cancel_budget: c.run.cancel_budget,
                 preferred_binding: c.preferred_binding,
                 seed: c.seed,
                 ..ExtensionSenderConfig::default()
