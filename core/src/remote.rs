@@ -338,8 +338,7 @@ impl Invocation {
                 "nothing to observe: the agent created no task",
             ));
         };
-        let streaming = self.agent(env).is_some_and(|a| a.streaming);
-        if streaming && !self.subscribe_unsupported {
+        if self.resubscribes(env) {
             let call = A2aCall::SubscribeToTask { task_id: &task_id };
             self.transmit(&call, OpPurpose::Resubscribe, &[], env)
         } else {
@@ -349,6 +348,11 @@ impl Invocation {
             };
             self.transmit(&call, OpPurpose::Poll, &[], env)
         }
+    }
+
+    /// Whether the task is found again by subscribing: the agent streams and has not refused it.
+    fn resubscribes(&self, env: &Env<'_>) -> bool {
+        self.agent(env).is_some_and(|a| a.streaming) && !self.subscribe_unsupported
     }
 
     /// Decides whether `fault` on the open exchange is retried (see [`crate::retry`]); returns
@@ -406,10 +410,10 @@ impl Invocation {
             Fault::Transport(_) | Fault::Malformed(_) | Fault::EndedEarly => follow(),
             Fault::Rejected(e) => {
                 let status = e.http_status.unwrap_or(0);
-                let overloaded = status == 503 || status == 429;
                 if sending {
+                    let overloaded = status == 503 || status == 429;
                     (overloaded && untouched).then_some(Recovery::Resend)
-                } else if overloaded || (500..600).contains(&status) {
+                } else if is_transient(status) {
                     follow()
                 } else {
                     None
@@ -429,16 +433,23 @@ impl Invocation {
     ) -> bool {
         let policy = env.config.retry;
         let attempt = self.consecutive_faults + 1;
-        let at_ms = env.ctx.now.as_micros() / 1000;
-        let exchange = self.exchange_kind.method_name();
+        let record = |next: &str, extra: (&str, Value)| {
+            json!({
+                "attempt": attempt,
+                "atMs": env.ctx.now.as_micros() / 1000,
+                "exchange": self.exchange_kind.method_name(),
+                "fault": fault.reason(),
+                "httpStatus": fault.http_status(),
+                "next": next,
+                extra.0: extra.1,
+            })
+        };
         let allowed = policy.attempts.min(MAX_ATTEMPTS);
         if attempt > allowed {
             if allowed > 0 {
-                self.attempts.push(json!({
-                    "attempt": attempt, "atMs": at_ms, "exchange": exchange,
-                    "fault": fault.reason(), "httpStatus": fault.http_status(), "next": "give_up",
-                    "why": format!("{allowed} consecutive retries used up"),
-                }));
+                let why = format!("{allowed} consecutive retries used up");
+                let entry = record("give_up", ("why", Value::String(why)));
+                self.attempts.push(entry);
             }
             return false;
         }
@@ -446,31 +457,24 @@ impl Invocation {
         let delay = retry_after.map_or(backoff, |r| r.max(backoff));
         let at = env.ctx.now.saturating_add(delay);
         if at >= self.deadline {
-            self.attempts.push(json!({
-                "attempt": attempt, "atMs": at_ms, "exchange": exchange,
-                "fault": fault.reason(), "httpStatus": fault.http_status(), "next": "give_up",
-                "why": format!("a retry in {} ms would not start inside the task budget", delay.as_millis()),
-            }));
+            let why = format!(
+                "a retry in {} ms would not start inside the task budget",
+                delay.as_millis()
+            );
+            let entry = record("give_up", ("why", Value::String(why)));
+            self.attempts.push(entry);
             return false;
         }
         self.consecutive_faults = attempt;
         let action = match recovery {
             Recovery::Resend => "resend",
             Recovery::Lookup => "list_tasks",
-            Recovery::Observe => {
-                let streaming = self.agent(env).is_some_and(|a| a.streaming);
-                if streaming && !self.subscribe_unsupported {
-                    "resubscribe"
-                } else {
-                    "get_task"
-                }
-            }
+            Recovery::Observe if self.resubscribes(env) => "resubscribe",
+            Recovery::Observe => "get_task",
         };
         let delay_ms = u64::try_from(delay.as_millis()).unwrap_or(u64::MAX);
-        self.attempts.push(json!({
-            "attempt": attempt, "atMs": at_ms, "exchange": exchange,
-            "fault": fault.reason(), "httpStatus": fault.http_status(), "next": action, "delayMs": delay_ms,
-        }));
+        let entry = record(action, ("delayMs", Value::from(delay_ms)));
+        self.attempts.push(entry);
         emit!(
             env.ctx,
             EventType::AgentRetry,
@@ -741,9 +745,7 @@ impl Invocation {
         }
         let failure = error_failure(&error);
         if rejected && self.exchange_kind == CallKind::SubscribeToTask {
-            let status = error.http_status.unwrap_or(0);
-            let transient = status == 429 || (500..600).contains(&status);
-            if !transient && !self.subscribe_unsupported {
+            if !is_transient(error.http_status.unwrap_or(0)) && !self.subscribe_unsupported {
                 // The agent will not stream this task (it may be final already, or the agent
                 // does not implement resubscription): read it with `GetTask` instead.
                 self.subscribe_unsupported = true;
@@ -1344,6 +1346,11 @@ pub(crate) fn open_exchange(
     Some(op)
 }
 
+/// Whether an error answer with this HTTP status may go away by itself (overload, 5xx).
+fn is_transient(status: u16) -> bool {
+    status == 429 || (500..600).contains(&status)
+}
+
 /// The failure an error response gives (without a retry policy).
 fn error_failure(error: &ProtocolError) -> Failure {
     let details = json!({
@@ -1370,8 +1377,8 @@ fn host_failure(e: HostError) -> Failure {
     }
 }
 
-/// The identity rule for one event of an exchange on `context_id`: a context id, when present, must be ours;
-/// a task id must be non-blank and never change. Learns the task id from the first event that
+/// The identity rule for one event of an exchange on `context_id`: a context id, when present,
+/// must be ours; a task id must be non-blank and never change. Learns the task id from the first event that
 /// names one. `Err` carries the detail of what changed.
 pub(crate) fn track_identity(
     event: &StreamResponse,

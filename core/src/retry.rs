@@ -111,10 +111,10 @@ impl RetryPolicy {
 
     /// The delay before attempt `attempt` (1-based), jittered by `random` into `[d/2, d]`.
     pub fn delay(&self, attempt: u32, random: u64) -> Duration {
-        let doublings = attempt.saturating_sub(1).min(32);
+        let doublings = attempt.saturating_sub(1).min(31);
         let grown = self
             .base_delay
-            .checked_mul(1u32 << doublings.min(31))
+            .checked_mul(1u32 << doublings)
             .unwrap_or(self.max_delay);
         let full = grown.min(self.max_delay);
         let micros = u64::try_from(full.as_micros()).unwrap_or(u64::MAX);
