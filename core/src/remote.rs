@@ -744,13 +744,15 @@ impl Invocation {
             env.ctx.push(Output::AbortTransmit { op });
         }
         let failure = error_failure(&error);
-        if rejected && self.exchange_kind == CallKind::SubscribeToTask {
-            if !is_transient(error.http_status.unwrap_or(0)) && !self.subscribe_unsupported {
-                // The agent will not stream this task (it may be final already, or the agent
-                // does not implement resubscription): read it with `GetTask` instead.
-                self.subscribe_unsupported = true;
-                return self.observe_again(env).map(|_| None);
-            }
+        let refused_subscription = rejected
+            && self.exchange_kind == CallKind::SubscribeToTask
+            && !is_transient(error.http_status.unwrap_or(0))
+            && !self.subscribe_unsupported;
+        if refused_subscription {
+            // The agent will not stream this task (it may be final already, or the agent does
+            // not implement resubscription): read it with `GetTask` instead.
+            self.subscribe_unsupported = true;
+            return self.observe_again(env).map(|_| None);
         }
         let fault = if rejected {
             Fault::Rejected(error)
