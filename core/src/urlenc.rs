@@ -48,12 +48,22 @@ pub fn url_encode(s: &str) -> String {
 
 /// Decodes `%XX` and `+` (form encoding), lossily.
 pub fn url_decode(s: &str) -> String {
+    decode(s, true)
+}
+
+/// Decodes `%XX` sequences as UTF-8 bytes, lossily; `+` stays `+`, and a `%` not followed by
+/// two hex digits is kept as it is.
+pub fn percent_decode(s: &str) -> String {
+    decode(s, false)
+}
+
+fn decode(s: &str, plus_is_space: bool) -> String {
     let b = s.as_bytes();
     let mut out = Vec::with_capacity(b.len());
     let mut i = 0;
     while i < b.len() {
         match b[i] {
-            b'+' => out.push(b' '),
+            b'+' if plus_is_space => out.push(b' '),
             b'%' if i + 2 < b.len() => match (hex_digit(b[i + 1]), hex_digit(b[i + 2])) {
                 (Some(h), Some(l)) => {
                     out.push((h << 4) | l);

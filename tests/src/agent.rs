@@ -69,7 +69,7 @@ impl AgentRequest {
             if let Some(query) = req.url.split_once('?').map(|(_, q)| q) {
                 for pair in query.split('&') {
                     if let Some((k, v)) = pair.split_once('=') {
-                        params[k] = Value::String(percent_decode(v));
+                        params[k] = Value::String(a2at_core::auth::url_decode(v));
                     }
                 }
             }
@@ -139,24 +139,6 @@ pub enum AgentReply {
         /// Whether the body ends (false: the connection stays open forever).
         end: bool,
     },
-}
-
-fn percent_decode(s: &str) -> String {
-    let bytes = s.as_bytes();
-    let mut out = Vec::with_capacity(bytes.len());
-    let mut i = 0;
-    while i < bytes.len() {
-        if bytes[i] == b'%' && i + 2 < bytes.len() {
-            if let Ok(b) = u8::from_str_radix(s.get(i + 1..i + 3).unwrap_or(""), 16) {
-                out.push(b);
-                i += 3;
-                continue;
-            }
-        }
-        out.push(bytes[i]);
-        i += 1;
-    }
-    String::from_utf8_lossy(&out).into_owned()
 }
 
 /// A fault the agent (or the network in front of it) injects into one reply.

@@ -271,25 +271,7 @@ fn class_name_reason(message: &str) -> Option<String> {
 /// Decodes a `grpc-message` value: `%XX` sequences are UTF-8 bytes; a `%` not followed by two
 /// hex digits is kept as it is (gRPC asks clients never to fail on a bad message).
 pub fn percent_decode(s: &str) -> String {
-    let b = s.as_bytes();
-    let hex = |c: u8| (c as char).to_digit(16);
-    let mut out = Vec::with_capacity(b.len());
-    let mut i = 0;
-    while i < b.len() {
-        if b[i] == b'%' {
-            if let (Some(h), Some(l)) = (
-                b.get(i + 1).and_then(|c| hex(*c)),
-                b.get(i + 2).and_then(|c| hex(*c)),
-            ) {
-                out.push((h * 16 + l) as u8);
-                i += 3;
-                continue;
-            }
-        }
-        out.push(b[i]);
-        i += 1;
-    }
-    String::from_utf8_lossy(&out).into_owned()
+    crate::urlenc::percent_decode(s)
 }
 
 /// Decodes a `google.rpc.Status` (`code` 1, `message` 2, `details` 3 = `google.protobuf.Any`)
