@@ -115,6 +115,11 @@ fn soak<T: TestRuntime>() {
         }
     }
     println!("{}: {runs} runs, {retried} retries", T::NAME);
+    // The mix must have exercised the retry rules, or the checks above prove nothing.
+    assert!(
+        runs == 0 || retried > 0,
+        "no fault was retried in {runs} runs"
+    );
 }
 
 a2at_tests::tokio_test_runtime!(OnTokio, current_thread);
