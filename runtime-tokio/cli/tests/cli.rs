@@ -83,7 +83,11 @@ fn replay_reproduces_a_golden_trace_and_reports_a_divergence() {
     .unwrap();
     let tampered = original.replacen("\"step_start\"", "\"step_complete\"", 1);
     assert_ne!(tampered, original);
-    let path = std::env::temp_dir().join(format!("a2at-tampered-{}.jsonl", std::process::id()));
+    let scratch = tempfile::Builder::new()
+        .prefix("a2at-tampered-")
+        .tempdir()
+        .unwrap();
+    let path = scratch.path().join("trace.jsonl");
     std::fs::write(&path, tampered).unwrap();
     let (code, out, _) = a2at(&["replay", path.to_str().unwrap()]);
     assert_eq!(code, 1, "{out}");
@@ -99,7 +103,11 @@ fn graph_overlays_the_statuses_replayed_from_a_trace() {
     ))
     .unwrap();
     let header: serde_json::Value = serde_json::from_str(trace.lines().next().unwrap()).unwrap();
-    let wf = std::env::temp_dir().join(format!("a2at-graph-wf-{}.json", std::process::id()));
+    let scratch = tempfile::Builder::new()
+        .prefix("a2at-graph-")
+        .tempdir()
+        .unwrap();
+    let wf = scratch.path().join("wf.json");
     std::fs::write(&wf, header["workflow"].to_string()).unwrap();
     let (code, out, err) = a2at(&[
         "graph",

@@ -50,8 +50,11 @@ async fn the_cli_encrypts_a_credential_that_run_then_uses() {
         .iter()
         .map(|c| c.to_json())
         .collect();
-    let dir = std::env::temp_dir().join(format!("a2at-cli-auth-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
+    let scratch = tempfile::Builder::new()
+        .prefix("a2at-cli-auth-")
+        .tempdir()
+        .unwrap();
+    let dir = scratch.path();
     let files = [
         ("cards.json", Value::Array(cards)),
         ("creds.json", json!({"alpha": {"bearer": {"token": enc}}})),

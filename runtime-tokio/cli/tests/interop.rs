@@ -9,8 +9,11 @@ use serde_json::{Value, json};
 #[test]
 #[ignore = "needs the Python interop peers: run tests/run"]
 fn the_cli_runs_a_workflow_against_python_agents_from_a_host_policy_file() {
-    let dir = std::env::temp_dir().join(format!("a2at-interop-cli-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
+    let scratch = tempfile::Builder::new()
+        .prefix("a2at-interop-cli-")
+        .tempdir()
+        .unwrap();
+    let dir = scratch.path();
     let cards: Vec<Value> = peers().cards.iter().map(|c| c.to_json()).collect();
     let files = [
         ("cards.json", Value::Array(cards)),

@@ -8,11 +8,12 @@ use a2at_tests::loopback::LoopbackServer;
 use a2at_tests::{Plan, ScriptedAgent};
 use serde_json::{Value, json};
 
-fn scratch(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("a2at-run-{}-{name}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
+/// A scratch directory, removed when the returned guard drops.
+fn scratch(name: &str) -> tempfile::TempDir {
+    tempfile::Builder::new()
+        .prefix(&format!("a2at-run-{name}-"))
+        .tempdir()
+        .unwrap()
 }
 
 fn write(dir: &std::path::Path, name: &str, value: &Value) -> PathBuf {
@@ -66,7 +67,8 @@ async fn a_policy_file_drives_content_routes_self_tasks_and_negotiation() {
         ScriptedAgent::new("neg").by_default(Plan::Negotiate(Negotiation::rounds(2, 3))),
     ])
     .await;
-    let dir = scratch("ok");
+    let scratch_dir = scratch("ok");
+    let dir = scratch_dir.path();
     let cards: Vec<Value> = server.cards().iter().map(|c| c.to_json()).collect();
     let args: Vec<String> = vec![
         "run".into(),
@@ -149,7 +151,8 @@ async fn a_decision_the_policy_does_not_cover_fails_explicitly() {
         ScriptedAgent::new("neg"),
     ])
     .await;
-    let dir = scratch("missing");
+    let scratch_dir = scratch("missing");
+    let dir = scratch_dir.path();
     let mut p = policy();
     p["routes"] = json!({"sum -> skip": false});
     let cards: Vec<Value> = server.cards().iter().map(|c| c.to_json()).collect();
@@ -174,7 +177,8 @@ async fn a_decision_the_policy_does_not_cover_fails_explicitly() {
 
 #[test]
 fn an_unknown_key_in_the_policy_is_a_usage_error() {
-    let dir = scratch("bad");
+    let scratch_dir = scratch("bad");
+    let dir = scratch_dir.path();
     let args: Vec<String> = vec![
         "run".into(),
         "--workflow".into(),
@@ -194,7 +198,8 @@ fn an_unknown_key_in_the_policy_is_a_usage_error() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn retry_flags_set_the_policy_and_bad_values_are_refused() {
     use a2at_tests::agent::AgentFault;
-    let dir = scratch("retry");
+    let scratch_dir = scratch("retry");
+    let dir = scratch_dir.path();
     let one =
         json!({"steps": [{"name": "s", "subtasks": [{"agent": "busy", "description": "x"}]}]});
     let host = json!({"content": {"default": {"parts": [{"text": "{description}"}]}}});

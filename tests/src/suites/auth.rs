@@ -230,7 +230,11 @@ pub fn a_credentials_file_fails_closed_without_the_key_and_loads_with_it<T: Test
     let key_hex = "cd".repeat(32);
     let key = CredentialKey::from_hex(&key_hex).unwrap();
     let enc = encrypt_value("tok", &key, [1u8; 12]);
-    let path = std::env::temp_dir().join(format!("a2at-creds-{}.json", std::process::id()));
+    let scratch = tempfile::Builder::new()
+        .prefix("a2at-creds-")
+        .tempdir()
+        .unwrap();
+    let path = scratch.path().join("creds.json");
     std::fs::write(
         &path,
         json!({"alpha": {"bearer": {"token": enc}}}).to_string(),

@@ -7,7 +7,7 @@
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpListener;
-use std::sync::atomic::{AtomicUsize, Ordering};
+
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -735,17 +735,33 @@ pub fn a_hanging_login_hits_its_deadline_and_nothing_is_sent_unauthenticated<T: 
     ));
 }
 
-fn temp_file(name: &str, text: &str) -> std::path::PathBuf {
-    static N: AtomicUsize = AtomicUsize::new(0);
-    let dir = std::env::temp_dir().join(format!(
-        "a2at-suite-{}-{}",
-        std::process::id(),
-        N.fetch_add(1, Ordering::SeqCst)
-    ));
-    std::fs::create_dir_all(&dir).unwrap();
-    let path = dir.join(name);
+/// A file in its own scratch directory; both are removed when it drops.
+struct ScratchFile {
+    path: std::path::PathBuf,
+    _dir: tempfile::TempDir,
+}
+
+impl std::ops::Deref for ScratchFile {
+    type Target = std::path::Path;
+    fn deref(&self) -> &std::path::Path {
+        &self.path
+    }
+}
+
+impl AsRef<std::path::Path> for ScratchFile {
+    fn as_ref(&self) -> &std::path::Path {
+        &self.path
+    }
+}
+
+fn temp_file(name: &str, text: &str) -> ScratchFile {
+    let dir = tempfile::Builder::new()
+        .prefix("a2at-suite-")
+        .tempdir()
+        .unwrap();
+    let path = dir.path().join(name);
     std::fs::write(&path, text).unwrap();
-    path
+    ScratchFile { path, _dir: dir }
 }
 
 pub fn credentials_come_from_a_file_or_inline_never_both_with_the_key_from_a_dotenv<
@@ -773,21 +789,21 @@ pub fn credentials_come_from_a_file_or_inline_never_both_with_the_key_from_a_dot
     if std::env::var_os("A2AT_CRED_KEY").is_none() {
         assert_eq!(dotenv.loaded(), 2);
         let engine = Engine::<T>::builder(secured(&server))
-            .credentials_file(&creds)
+            .credentials_file(&*creds)
             .env_file(dotenv.clone())
             .build()
             .unwrap();
         assert!(run_alpha::<T>(&engine).success);
         // Without the .env (and no key anywhere) the file cannot be decrypted: fail closed.
         let e = Engine::<T>::builder(secured(&server))
-            .credentials_file(&creds)
+            .credentials_file(&*creds)
             .build()
             .unwrap_err();
         assert!(matches!(e, EngineError::Credentials(_)), "{e:?}");
     }
     // An explicit instance key wins over the environment and the .env file.
     let engine = Engine::<T>::builder(secured(&server))
-        .credentials_file(&creds)
+        .credentials_file(&*creds)
         .credential_key(&key_hex)
         .env_file(EnvFile::parse(&format!(
             "A2AT_CRED_KEY={}",
@@ -808,7 +824,7 @@ pub fn credentials_come_from_a_file_or_inline_never_both_with_the_key_from_a_dot
             .unwrap();
     let e = Engine::<T>::builder(secured(&server))
         .credentials(inline)
-        .credentials_file(&creds)
+        .credentials_file(&*creds)
         .credential_key(&key_hex)
         .build()
         .unwrap_err();
@@ -820,7 +836,7 @@ pub fn credentials_come_from_a_file_or_inline_never_both_with_the_key_from_a_dot
     assert!(e.to_string().contains("missing"), "{e}");
     let malformed = temp_file("bad.json", "{\"alpha\": [1, 2");
     let e = Engine::<T>::builder(vec![])
-        .credentials_file(&malformed)
+        .credentials_file(&*malformed)
         .build()
         .unwrap_err();
     assert!(matches!(e, EngineError::Credentials(_)), "{e:?}");
@@ -1016,7 +1032,7 @@ pub fn planted_secrets_in_logins_and_credential_files_never_reach_the_logs<T: Te
         Arc::new(|_| Ok(vec![("X-Custom-Api-Key".into(), HOOK_KEY.into())]));
     let (result, logs) = capture(|| {
         let engine = Engine::<T>::builder(secured(&server))
-            .credentials_file(&creds)
+            .credentials_file(&*creds)
             .credential_key(&key_hex)
             .auth_headers(hook)
             .build()
