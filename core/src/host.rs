@@ -125,7 +125,8 @@ pub struct TaskRequest {
     pub instruction: String,
     /// The current business input; `Text(description)` unless the workflow gave one.
     pub input: BusinessInput,
-    /// Language hint of the run (default `zh`).
+    /// The run's language hint ([`RunStart::language`](crate::run::RunStart::language)); empty
+    /// when the host did not set one.
     pub language: String,
     /// The run's intent and the selected upstream results.
     pub workflow_input: WorkflowInput,

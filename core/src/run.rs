@@ -49,7 +49,9 @@ use crate::workflow::{ContextSources, EdgeTarget, StepType, ValidatedWorkflow};
 pub struct RunStart {
     /// The runtime intent passed to every task request (default empty).
     pub runtime_intent: String,
-    /// Language hint for the host's content generation (default `zh`).
+    /// Language hint passed to the host's content generation in every task request. Empty (the
+    /// default) means no preference: the host chooses. Set it (`"zh"`, `"en"`, …) when the
+    /// host's prompts depend on it.
     pub language: String,
 }
 
@@ -57,7 +59,7 @@ impl Default for RunStart {
     fn default() -> Self {
         RunStart {
             runtime_intent: String::new(),
-            language: "zh".into(),
+            language: String::new(),
         }
     }
 }

@@ -11,7 +11,7 @@
 //! 1. **Header** (always line 1, exactly once):
 //!    ```json
 //!    {"kind":"header","format":"a2at-trace","version":1,"core":"0.1.0","seed":7,
-//!     "config":{...},"start":{"runtime_intent":"","language":"zh"},
+//!     "config":{...},"start":{"runtime_intent":"","language":""},
 //!     "workflow":{...},"agents":[{...card...}],"preferred_binding":null,
 //!     "outputs":true,"redaction":"none","replayable":true}
 //!    ```

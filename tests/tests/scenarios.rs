@@ -961,3 +961,50 @@ fn an_orphaned_send_that_never_answers_is_dropped_at_the_cleanup_budget() {
             .any(|o| matches!(o, Output::AbortTransmit { .. }))
     );
 }
+
+/// The run's intent and language hint reach every task request unchanged; without one the
+/// language is empty (no preference), never a language the host did not choose.
+#[test]
+fn the_runs_intent_and_language_reach_every_task_request_and_default_to_none() {
+    let requests = |start: RunStart| {
+        let wf = parse_and_validate(&chain3().to_string()).expect("valid workflow");
+        let agents = vec![ScriptedAgent::new("alpha"), ScriptedAgent::new("beta")];
+        let dir = directory(&agents);
+        let out = Sim::new(
+            wf,
+            dir,
+            agents,
+            ScriptedHost::default(),
+            RunConfig::default(),
+            start,
+        )
+        .drive_bounded(100_000);
+        assert!(out.result().success);
+        out.outputs()
+            .filter_map(|o| match o {
+                Output::CallHost {
+                    request: a2at_core::host::HostRequest::Task(r),
+                    ..
+                } => Some((r.language.clone(), r.workflow_input.runtime_intent.clone())),
+                _ => None,
+            })
+            .collect::<Vec<_>>()
+    };
+    let defaults = requests(RunStart::default());
+    assert_eq!(defaults.len(), 3);
+    assert!(
+        defaults
+            .iter()
+            .all(|(lang, intent)| lang.is_empty() && intent.is_empty())
+    );
+    let chosen = requests(RunStart {
+        runtime_intent: "book a trip".into(),
+        language: "en".into(),
+    });
+    assert_eq!(chosen.len(), 3);
+    assert!(
+        chosen
+            .iter()
+            .all(|(lang, intent)| lang == "en" && intent == "book a trip")
+    );
+}
