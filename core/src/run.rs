@@ -45,7 +45,7 @@ use crate::time::Timestamp;
 use crate::workflow::{ContextSources, EdgeTarget, StepType, ValidatedWorkflow};
 
 /// What the host starts a run with.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct RunStart {
     /// The runtime intent passed to every task request (default empty).
     pub runtime_intent: String,
@@ -53,15 +53,6 @@ pub struct RunStart {
     /// default) means no preference: the host chooses. Set it (`"zh"`, `"en"`, …) when the
     /// host's prompts depend on it.
     pub language: String,
-}
-
-impl Default for RunStart {
-    fn default() -> Self {
-        RunStart {
-            runtime_intent: String::new(),
-            language: String::new(),
-        }
-    }
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
