@@ -73,13 +73,13 @@ async fn a_policy_file_drives_content_routes_self_tasks_and_negotiation() {
     let args: Vec<String> = vec![
         "run".into(),
         "--workflow".into(),
-        write(&dir, "wf.json", &workflow()).display().to_string(),
+        write(dir, "wf.json", &workflow()).display().to_string(),
         "--cards".into(),
-        write(&dir, "cards.json", &Value::Array(cards))
+        write(dir, "cards.json", &Value::Array(cards))
             .display()
             .to_string(),
         "--host".into(),
-        write(&dir, "host.json", &policy()).display().to_string(),
+        write(dir, "host.json", &policy()).display().to_string(),
         "--events".into(),
         dir.join("events.jsonl").display().to_string(),
         "--result".into(),
@@ -159,13 +159,13 @@ async fn a_decision_the_policy_does_not_cover_fails_explicitly() {
     let args: Vec<String> = vec![
         "run".into(),
         "--workflow".into(),
-        write(&dir, "wf.json", &workflow()).display().to_string(),
+        write(dir, "wf.json", &workflow()).display().to_string(),
         "--cards".into(),
-        write(&dir, "cards.json", &Value::Array(cards))
+        write(dir, "cards.json", &Value::Array(cards))
             .display()
             .to_string(),
         "--host".into(),
-        write(&dir, "host.json", &p).display().to_string(),
+        write(dir, "host.json", &p).display().to_string(),
     ];
     let (code, out, _) = tokio::task::spawn_blocking(move || run_cli(&args))
         .await
@@ -182,11 +182,11 @@ fn an_unknown_key_in_the_policy_is_a_usage_error() {
     let args: Vec<String> = vec![
         "run".into(),
         "--workflow".into(),
-        write(&dir, "wf.json", &workflow()).display().to_string(),
+        write(dir, "wf.json", &workflow()).display().to_string(),
         "--cards".into(),
-        write(&dir, "cards.json", &json!([])).display().to_string(),
+        write(dir, "cards.json", &json!([])).display().to_string(),
         "--host".into(),
-        write(&dir, "host.json", &json!({"rutes": {}}))
+        write(dir, "host.json", &json!({"rutes": {}}))
             .display()
             .to_string(),
     ];
@@ -207,11 +207,11 @@ async fn retry_flags_set_the_policy_and_bad_values_are_refused() {
         let mut args: Vec<String> = vec![
             "run".into(),
             "--workflow".into(),
-            write(&dir, "wf.json", &one).display().to_string(),
+            write(dir, "wf.json", &one).display().to_string(),
             "--cards".into(),
-            write(&dir, "cards.json", cards).display().to_string(),
+            write(dir, "cards.json", cards).display().to_string(),
             "--host".into(),
-            write(&dir, "host.json", &host).display().to_string(),
+            write(dir, "host.json", &host).display().to_string(),
         ];
         args.extend(extra.iter().map(|s| s.to_string()));
         args
