@@ -196,3 +196,16 @@ fn context_of_across_layers() {
         NegotiationContextError::Missing { field: "round" }
     ));
 }
+
+/// Only a Propose keeps a negotiation going; every other performative ends it.
+#[test]
+fn only_propose_is_not_terminal() {
+    assert!(!Performative::Propose.is_terminal());
+    for p in [
+        Performative::Accept,
+        Performative::Reject,
+        Performative::Abort,
+    ] {
+        assert!(p.is_terminal(), "{p} ends a negotiation");
+    }
+}

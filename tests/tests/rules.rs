@@ -1,0 +1,222 @@
+//! Run-machine rules that no other scenario pinned down (each was a surviving mutant).
+
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use a2at_core::host::{RouteDecision, TaskResult, WorkflowInput};
+use a2at_core::io::{OpPurpose, Output};
+use a2at_core::run::{Run, RunConfig, RunStart};
+use a2at_core::workflow::parse_and_validate;
+use a2at_tests::agent::{NotifyEvent, NotifyScript, StreamEnding};
+use a2at_tests::host::now;
+use a2at_tests::{Observed, Plan, ScriptedAgent, ScriptedHost, Sim, SimOutcome, directory};
+use serde_json::{Value, json};
+
+fn sim(
+    workflow: Value,
+    agents: Vec<ScriptedAgent>,
+    host: ScriptedHost,
+    config: RunConfig,
+    start: RunStart,
+) -> SimOutcome {
+    let wf = parse_and_validate(&workflow.to_string()).expect("valid workflow");
+    let dir = directory(&agents);
+    Sim::new(wf, dir, agents, host, config, start).drive_bounded(100_000)
+}
+
+/// When the budget ends while the send's stream of a known task is still open, the stream is
+/// dropped at that moment (the task is known, so it is cancelled instead of read further).
+#[test]
+fn a_budget_expiry_drops_the_open_stream_of_a_known_task_at_once_and_cancels_it() {
+    let wf = json!({"steps": [{"name": "s", "subtasks": [{"agent": "slow", "description": "x"}]}]});
+    let script = NotifyScript::new(
+        vec![NotifyEvent::Status("TASK_STATE_WORKING", "busy")],
+        StreamEnding::StayOpen,
+    );
+    let agents = vec![
+        ScriptedAgent::new("slow")
+            .streaming()
+            .by_default(Plan::Notify(script)),
+    ];
+    let config = RunConfig {
+        task_budget: Duration::from_secs(2),
+        ..RunConfig::default()
+    };
+    let out = sim(
+        wf,
+        agents,
+        ScriptedHost::default(),
+        config,
+        RunStart::default(),
+    );
+    assert!(!out.result().success);
+    let send = out
+        .log
+        .iter()
+        .find_map(|(_, o)| match o {
+            Observed::Output(Output::Transmit(r)) if r.purpose == OpPurpose::Send => Some(r.op),
+            _ => None,
+        })
+        .expect("a send");
+    let aborted_at = out
+        .log
+        .iter()
+        .find_map(|(at, o)| match o {
+            Observed::Output(Output::AbortTransmit { op }) if *op == send => Some(*at),
+            _ => None,
+        })
+        .expect("the open stream is dropped");
+    let cancel_at = out
+        .log
+        .iter()
+        .find_map(|(at, o)| match o {
+            Observed::Output(Output::Transmit(r)) if r.purpose == OpPurpose::Cancel => Some(*at),
+            _ => None,
+        })
+        .expect("the known task is cancelled");
+    assert_eq!(aborted_at, cancel_at, "dropped when the budget ended");
+    assert_eq!(out.requests_to("slow", "CancelTask").len(), 1);
+}
+
+/// Two subtasks of one step with the same description keep both outputs, each under a key
+/// that names its agent and index; a unique description is its own key.
+#[test]
+fn subtasks_sharing_a_description_keep_their_outputs_apart() {
+    let wf = json!({"steps": [{"name": "s", "subtasks": [
+        {"agent": "alpha", "description": "same"},
+        {"agent": "beta", "description": "same"},
+        {"agent": "alpha", "description": "other"}
+    ]}]});
+    let out = sim(
+        wf,
+        vec![ScriptedAgent::new("alpha"), ScriptedAgent::new("beta")],
+        ScriptedHost::default(),
+        RunConfig::default(),
+        RunStart::default(),
+    );
+    assert!(out.result().success);
+    let outputs = &out.result().step_outputs["s"];
+    let keys: Vec<&str> = outputs.keys().map(String::as_str).collect();
+    assert_eq!(keys, ["other", "same [alpha#0]", "same [beta#1]"]);
+    assert!(outputs.values().all(|v| !v.is_empty()));
+}
+
+/// A run reports the execution id it was configured with.
+#[test]
+fn a_configured_execution_id_is_the_runs_id() {
+    let wf = parse_and_validate(
+        &json!({"steps": [{"name": "s", "subtasks": [{"agent": "alpha", "description": "x"}]}]})
+            .to_string(),
+    )
+    .unwrap();
+    let agents = vec![ScriptedAgent::new("alpha")];
+    let config = RunConfig {
+        execution_id: Some("exec-42".into()),
+        ..RunConfig::default()
+    };
+    let run = Run::new(
+        Arc::new(wf),
+        Arc::new(directory(&agents)),
+        config,
+        RunStart::default(),
+    );
+    assert_eq!(run.execution_id(), "exec-42");
+}
+
+/// The route request of a successful step carries the same upstream window the step's own
+/// subtasks received (the run's intent and the selected upstream results).
+#[test]
+fn route_requests_carry_the_window_the_source_step_received() {
+    let wf = json!({"steps": [
+        {"name": "first", "step_type": "SELF_LOOP", "subtasks": [{"agent": "me", "description": "f"}],
+         "next": [{"step": "decide"}]},
+        {"name": "decide", "step_type": "SELF_LOOP", "subtasks": [{"agent": "me", "description": "d"}],
+         "next": [{"step": "end", "condition": "done?"}]}
+    ]});
+    let windows: Arc<Mutex<Vec<(String, WorkflowInput)>>> = Arc::default();
+    let (tasks, routes) = (Arc::clone(&windows), Arc::clone(&windows));
+    let host = ScriptedHost::default()
+        .on_self_task(move |r| {
+            tasks
+                .lock()
+                .unwrap()
+                .push((format!("task {}", r.step_name), r.workflow_input.clone()));
+            now(Ok(TaskResult::success(vec![json!(r.instruction)])))
+        })
+        .on_route(move |r| {
+            routes
+                .lock()
+                .unwrap()
+                .push((format!("route {}", r.step_name), r.workflow_input.clone()));
+            now(Ok(RouteDecision::allow(None)))
+        });
+    let start = RunStart {
+        runtime_intent: "check the line".into(),
+        ..RunStart::default()
+    };
+    let out = sim(wf, vec![], host, RunConfig::default(), start);
+    assert!(out.result().success);
+    let windows = windows.lock().unwrap();
+    let of = |who: &str| {
+        windows
+            .iter()
+            .find(|(w, _)| w == who)
+            .map(|(_, input)| input.clone())
+            .unwrap_or_else(|| panic!("{who} was asked"))
+    };
+    let task = of("task decide");
+    assert_eq!(task.runtime_intent, "check the line");
+    assert_eq!(task.upstream_results.len(), 1);
+    assert_eq!(task.upstream_results[0].step_name, "first");
+    assert_eq!(of("route decide"), task);
+}
+
+/// A cleanup `CancelTask` that the agent answers with an error is over at that answer: it is
+/// not kept open until the cleanup budget, and the run ends right away.
+#[test]
+fn a_cleanup_cancel_answered_with_an_error_ends_at_the_answer() {
+    let wf =
+        json!({"steps": [{"name": "s", "subtasks": [{"agent": "stuck", "description": "x"}]}]});
+    let agents = vec![
+        ScriptedAgent::new("stuck")
+            .by_default(Plan::States(vec!["TASK_STATE_WORKING"]))
+            .fault_on(
+                "CancelTask",
+                1,
+                a2at_tests::agent::AgentFault::Unavailable { retry_after: None },
+            ),
+    ];
+    let config = RunConfig {
+        task_budget: Duration::from_secs(2),
+        cancel_budget: Duration::from_secs(5),
+        ..RunConfig::default()
+    };
+    let out = sim(
+        wf,
+        agents,
+        ScriptedHost::default(),
+        config,
+        RunStart::default(),
+    );
+    assert!(!out.result().success);
+    assert_eq!(out.requests_to("stuck", "CancelTask").len(), 1);
+    let cancel = out
+        .log
+        .iter()
+        .find_map(|(_, o)| match o {
+            Observed::Output(Output::Transmit(r)) if r.purpose == OpPurpose::Cancel => Some(r.op),
+            _ => None,
+        })
+        .expect("a cleanup cancel");
+    assert!(
+        !out.log.iter().any(
+            |(_, o)| matches!(o, Observed::Output(Output::AbortTransmit { op }) if *op == cancel)
+        ),
+        "the answered cleanup exchange is not dropped later"
+    );
+    assert!(
+        out.end < a2at_core::time::Timestamp::ZERO.saturating_add(Duration::from_secs(4)),
+        "the run ended at the cleanup answer, not at the cleanup budget: {:?}",
+        out.end
+    );
+}
