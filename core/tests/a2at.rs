@@ -209,3 +209,46 @@ fn only_propose_is_not_terminal() {
         assert!(p.is_terminal(), "{p} ends a negotiation");
     }
 }
+
+/// Every performative parses from exactly its uppercase wire spelling and nothing else.
+#[test]
+fn every_performative_parses_from_its_exact_spelling_only() {
+    for p in [
+        Performative::Propose,
+        Performative::Accept,
+        Performative::Reject,
+        Performative::Abort,
+    ] {
+        assert_eq!(Performative::parse(p.as_str()), Some(p));
+        assert_eq!(Performative::parse(&p.as_str().to_lowercase()), None);
+        let context = ctx(json!(1), json!(3), p.as_str());
+        let parsed = NegotiationContext::from_json(&context).map(|c| c.performative);
+        assert_eq!(parsed, Ok(p), "{context}");
+    }
+    assert_eq!(Performative::parse("COUNTER"), None);
+}
+
+/// Performatives print as their wire spelling.
+#[test]
+fn performatives_display_their_wire_spelling() {
+    assert_eq!(Performative::Accept.to_string(), "ACCEPT");
+    assert_eq!(Performative::Propose.to_string(), "PROPOSE");
+}
+
+/// An invalid value is quoted in the error up to 80 characters of its JSON; a longer one is cut
+/// there and marked with an ellipsis, so a hostile value cannot flood a log line.
+#[test]
+fn invalid_values_are_quoted_up_to_80_characters() {
+    let found = |performative: &str| {
+        let err = NegotiationContext::from_json(&ctx(json!(1), json!(3), performative))
+            .expect_err("not a performative");
+        let text = err.to_string();
+        text[text.find("found ").expect("quotes the value") + "found ".len()..].to_owned()
+    };
+    let exactly_80 = "x".repeat(78); // 80 characters once quoted
+    assert_eq!(found(&exactly_80), format!("\"{exactly_80}\""));
+    let long = "y".repeat(200);
+    let cut = found(&long);
+    assert_eq!(cut.chars().count(), 81, "{cut}");
+    assert!(cut.starts_with("\"yyy") && cut.ends_with('…'), "{cut}");
+}
