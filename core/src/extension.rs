@@ -1338,10 +1338,9 @@ mod tests {
     fn preconditions_are_checked_before_any_output() {
         let dir = both(true);
         let cfg = config;
-        assert_eq!(
-            Authorization::new(&dir, "nobody", &content(AUTH), cfg()).unwrap_err(),
-            PreconditionError::AgentNotFound("nobody".into())
-        );
+        let missing = Authorization::new(&dir, "nobody", &content(AUTH), cfg()).unwrap_err();
+        assert_eq!(missing, PreconditionError::AgentNotFound("nobody".into()));
+        assert_eq!(missing.code(), host::codes::AGENT_NOT_FOUND);
         // URI in extensions only, or metadata only: not activated.
         let ext_only = MessageContent::text("x").with_extension(AUTH);
         let meta_only = MessageContent::text("x").with_metadata(AUTH, json!("t"));
@@ -1369,6 +1368,15 @@ mod tests {
             Authorization::new(&dir, "agent", &empty, cfg()).unwrap_err(),
             PreconditionError::InvalidContent(_)
         ));
+    }
+
+    #[test]
+    fn a_failure_reads_as_its_code_then_its_message() {
+        let failure = ExtensionFailure::new(codes::ACK_TIMEOUT, "no acknowledgement in 5 s");
+        assert_eq!(
+            failure.to_string(),
+            format!("{}: no acknowledgement in 5 s", codes::ACK_TIMEOUT)
+        );
     }
 
     // ----- Authorization-T -----
@@ -1987,7 +1995,20 @@ mod tests {
         feed_noti(&mut n, vec![Input::ResponseEnd { op: sub.op }], ms(70));
         assert_eq!(n.poll_timeout(), Some(ms(120)));
         n.handle_timeout(ms(120)).unwrap();
-        assert_eq!(transmitted_noti(&drain_noti(&mut n)).len(), 1);
+        let again = transmitted_noti(&drain_noti(&mut n));
+        assert_eq!(again.len(), 1);
+        // Every exchange has its own id, so a late chunk of a dropped stream is never taken
+        // for the current stream's.
+        assert!(req.op != sub.op && sub.op != again[0].op && req.op != again[0].op);
+        feed_noti(
+            &mut n,
+            vec![sse(&req, status("t1", &ctx, "TASK_STATE_WORKING", "late"))],
+            ms(121),
+        );
+        assert!(
+            drain_noti(&mut n).is_empty(),
+            "a stale exchange delivers nothing"
+        );
     }
 
     #[test]
