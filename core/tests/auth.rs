@@ -36,6 +36,7 @@ fn request() -> HttpRequest {
         ],
         body: b"{}".to_vec(),
         streaming: false,
+        http2: false,
         correlation: Correlation::default(),
     }
 }

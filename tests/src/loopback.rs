@@ -268,6 +268,7 @@ async fn serve(
             headers,
             body,
             streaming: false,
+            http2: false,
             correlation: Correlation::default(),
         };
         let decoded = AgentRequest::decode(&http);
