@@ -76,6 +76,7 @@ mod error;
 mod events;
 mod extension;
 mod http;
+mod http2;
 mod run_loop;
 mod runtime;
 mod tls;
