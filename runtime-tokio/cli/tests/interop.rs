@@ -9,9 +9,45 @@ use serde_json::{Value, json};
 #[test]
 #[ignore = "needs the Python interop peers: run tests/run"]
 fn the_cli_runs_a_workflow_against_python_agents_from_a_host_policy_file() {
-    let dir = std::env::temp_dir().join(format!("a2at-interop-cli-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
     let cards: Vec<Value> = peers().cards.iter().map(|c| c.to_json()).collect();
+    run_against_peers("default", cards, &[]);
+}
+
+#[test]
+#[ignore = "needs the Python interop peers: run tests/run"]
+fn the_cli_runs_the_workflow_over_grpc_when_asked_or_when_agents_offer_only_grpc() {
+    let cards: Vec<Value> = peers().cards.iter().map(|c| c.to_json()).collect();
+    // The JSON interfaces point at a closed port: only gRPC can succeed.
+    let json_broken: Vec<Value> = cards
+        .iter()
+        .cloned()
+        .map(|mut c| {
+            for i in c["supportedInterfaces"].as_array_mut().unwrap() {
+                if i["protocolBinding"] != "GRPC" {
+                    i["url"] = json!("http://127.0.0.1:9/closed");
+                }
+            }
+            c
+        })
+        .collect();
+    run_against_peers("preferred", json_broken, &["--binding", "grpc"]);
+    let grpc_only: Vec<Value> = cards
+        .into_iter()
+        .map(|mut c| {
+            c["supportedInterfaces"]
+                .as_array_mut()
+                .unwrap()
+                .retain(|i| i["protocolBinding"] == "GRPC");
+            c
+        })
+        .collect();
+    run_against_peers("grpc-only", grpc_only, &[]);
+}
+
+/// Runs the two-step workflow with `a2at run` and checks its outputs.
+fn run_against_peers(label: &str, cards: Vec<Value>, args: &[&str]) {
+    let dir = std::env::temp_dir().join(format!("a2at-interop-cli-{}-{label}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
     let files = [
         ("cards.json", Value::Array(cards)),
         (
@@ -41,13 +77,14 @@ fn the_cli_runs_a_workflow_against_python_agents_from_a_host_policy_file() {
         .args(["--cards", dir.join("cards.json").to_str().unwrap()])
         .args(["--host", dir.join("host.json").to_str().unwrap()])
         .args(["--result", dir.join("result.json").to_str().unwrap()])
+        .args(args)
         .output()
         .unwrap();
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert_eq!(
         out.status.code(),
         Some(0),
-        "{stdout}\n{}",
+        "{label}: {stdout}\n{}",
         String::from_utf8_lossy(&out.stderr)
     );
     let result: Value =
@@ -60,4 +97,5 @@ fn the_cli_runs_a_workflow_against_python_agents_from_a_host_policy_file() {
         result["step_outputs"]["ask"]["agree"],
         json!(["agreed after 2 rounds"])
     );
+    let _ = std::fs::remove_dir_all(&dir);
 }
