@@ -329,6 +329,30 @@ fn genuine_answer(agents: &mut [ScriptedAgent], req: &HttpRequest) -> VecDeque<I
             }
             inputs
         }
+        AgentReply::Grpc {
+            headers,
+            frames,
+            trailers,
+            ..
+        } => {
+            let mut inputs = VecDeque::from([Input::ResponseHead {
+                op,
+                status: 200,
+                headers,
+            }]);
+            inputs.extend(
+                frames
+                    .into_iter()
+                    .map(|chunk| Input::ResponseBody { op, chunk }),
+            );
+            if let Some(trailers) = trailers {
+                if !trailers.is_empty() {
+                    inputs.push_back(Input::ResponseTrailers { op, trailers });
+                }
+                inputs.push_back(Input::ResponseEnd { op });
+            }
+            inputs
+        }
         AgentReply::Cut {
             headers, chunks, ..
         } => {

@@ -57,7 +57,7 @@ macro_rules! extension_suite {
     };
 }
 
-/// Instantiates the http runs suite (workflows over loopback HTTP on both bindings) on a
+/// Instantiates the http runs suite (workflows over loopback HTTP on every binding) on a
 /// [`TestRuntime`](crate::runtime::TestRuntime).
 #[macro_export]
 macro_rules! http_runs_suite {
@@ -70,6 +70,8 @@ macro_rules! http_runs_suite {
                 fan_out_and_routing_complete_over_jsonrpc_streaming,
                 fan_out_and_routing_complete_over_rest_unary,
                 fan_out_and_routing_complete_over_rest_streaming,
+                fan_out_and_routing_complete_over_grpc_unary,
+                fan_out_and_routing_complete_over_grpc_streaming,
             ]
         );
     };
