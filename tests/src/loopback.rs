@@ -87,6 +87,7 @@ fn lock(state: &Arc<Mutex<State>>) -> MutexGuard<'_, State> {
 /// A loopback HTTP server playing scripted agents. The server stops when dropped.
 pub struct LoopbackServer {
     addr: SocketAddr,
+    base_url: String,
     state: Arc<Mutex<State>>,
     /// Closing it stops the server threads (and drops every task of the executor).
     _stop: smol::channel::Sender<()>,
@@ -101,8 +102,30 @@ impl LoopbackServer {
 
     /// [`LoopbackServer::start`] without `async`.
     pub fn spawn(agents: Vec<ScriptedAgent>) -> LoopbackServer {
+        LoopbackServer::spawn_with(agents, None)
+    }
+
+    /// A server behind TLS with `config` (its certificate must be valid for `localhost`): the
+    /// cards point at `https://localhost:<port>`, and a connection whose ALPN settled on `h2`
+    /// is served as HTTP/2, any other as HTTP/1.1.
+    pub fn spawn_tls(
+        agents: Vec<ScriptedAgent>,
+        config: Arc<rustls::ServerConfig>,
+    ) -> LoopbackServer {
+        LoopbackServer::spawn_with(agents, Some(futures_rustls::TlsAcceptor::from(config)))
+    }
+
+    fn spawn_with(
+        agents: Vec<ScriptedAgent>,
+        tls: Option<futures_rustls::TlsAcceptor>,
+    ) -> LoopbackServer {
+        let base_url = |addr: SocketAddr| match tls {
+            Some(_) => format!("https://localhost:{}", addr.port()),
+            None => format!("http://{addr}"),
+        };
         let listener = smol::block_on(TcpListener::bind("127.0.0.1:0")).expect("bind 127.0.0.1");
         let addr = listener.local_addr().expect("local address");
+        let base_url = base_url(addr);
         let state = Arc::new(Mutex::new(State {
             agents: agents.into_iter().map(|a| (a.name.clone(), a)).collect(),
             ..State::default()
@@ -119,19 +142,20 @@ impl LoopbackServer {
                     let _ = stream.set_nodelay(true);
                     let state = accept_state.clone();
                     let spawner = ex.clone();
+                    let tls = tls.clone();
                     ex.spawn(async move {
-                        let http2 = starts_with_http2_preface(&stream).await;
-                        let runner = spawner.clone();
-                        let service =
-                            service_fn(move |req| serve(state.clone(), spawner.clone(), addr, req));
-                        if http2 {
-                            let _ = hyper::server::conn::http2::Builder::new(SmolExecutor(runner))
-                                .serve_connection(FuturesIo::new(stream), service)
-                                .await;
-                        } else {
-                            let _ = hyper::server::conn::http1::Builder::new()
-                                .serve_connection(FuturesIo::new(stream), service)
-                                .await;
+                        match tls {
+                            None => {
+                                let http2 = starts_with_http2_preface(&stream).await;
+                                serve_connection(stream, http2, state, spawner, addr).await;
+                            }
+                            Some(acceptor) => {
+                                let Ok(stream) = acceptor.accept(stream).await else {
+                                    return;
+                                };
+                                let http2 = stream.get_ref().1.alpn_protocol() == Some(b"h2");
+                                serve_connection(stream, http2, state, spawner, addr).await;
+                            }
                         }
                     })
                     .detach();
@@ -149,14 +173,15 @@ impl LoopbackServer {
         }
         LoopbackServer {
             addr,
+            base_url,
             state,
             _stop: stop,
         }
     }
 
-    /// `http://127.0.0.1:<port>`.
+    /// `http://127.0.0.1:<port>` (`https://localhost:<port>` behind TLS).
     pub fn base_url(&self) -> String {
-        format!("http://{}", self.addr)
+        self.base_url.clone()
     }
 
     /// The server's address.
@@ -240,6 +265,29 @@ struct SmolExecutor(Arc<Executor<'static>>);
 impl<F: std::future::Future<Output = ()> + Send + 'static> hyper::rt::Executor<F> for SmolExecutor {
     fn execute(&self, future: F) {
         self.0.spawn(future).detach();
+    }
+}
+
+/// Serves one connection as HTTP/2 or HTTP/1.1.
+async fn serve_connection<IO>(
+    io: IO,
+    http2: bool,
+    state: Arc<Mutex<State>>,
+    executor: Arc<Executor<'static>>,
+    addr: SocketAddr,
+) where
+    IO: futures::io::AsyncRead + futures::io::AsyncWrite + Unpin + Send + 'static,
+{
+    let runner = executor.clone();
+    let service = service_fn(move |req| serve(state.clone(), executor.clone(), addr, req));
+    if http2 {
+        let _ = hyper::server::conn::http2::Builder::new(SmolExecutor(runner))
+            .serve_connection(FuturesIo::new(io), service)
+            .await;
+    } else {
+        let _ = hyper::server::conn::http1::Builder::new()
+            .serve_connection(FuturesIo::new(io), service)
+            .await;
     }
 }
 

@@ -130,6 +130,7 @@ macro_rules! security_suite {
                 an_oversized_answer_is_a_typed_error_not_a_memory_sink,
                 a_center_that_never_answers_hits_the_configured_deadline,
                 tls_verification_extra_ca_and_the_insecure_mode,
+                grpc_over_tls_negotiates_h2_under_the_same_tls_policy,
                 a_hanging_login_hits_its_deadline_and_nothing_is_sent_unauthenticated,
                 credentials_come_from_a_file_or_inline_never_both_with_the_key_from_a_dotenv,
                 protocol_log_knobs_come_from_the_env_file_and_the_builder_wins,
