@@ -219,6 +219,8 @@ fn grpc_interface_urls_in_both_forms() {
         ("localhost:+1", None),
         ("a b:1", None),
         ("::1:50051", None),
+        ("[]:1", None),
+        ("[::1:1", None),
         ("ftp://h:1", None),
         ("http://", None),
         ("http://h:x", None),

@@ -138,7 +138,7 @@ pub fn grpc_base_url(url: &str) -> Option<String> {
 /// Splits `host[:port]` (IPv6 in brackets); the port, when written, must be 1..=65535.
 fn split_host_port(s: &str) -> Option<(&str, Option<u16>)> {
     let (host, port) = if let Some(rest) = s.strip_prefix('[') {
-        let end = rest.find(']')?;
+        let end = rest.find(']').filter(|e| *e > 0)?;
         let after = &rest[end + 1..];
         let port = match after {
             "" => None,
