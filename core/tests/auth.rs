@@ -413,6 +413,29 @@ fn header_merge_conflicts() {
 }
 
 #[test]
+fn a_query_credential_is_refused_on_grpc_and_nothing_is_changed() {
+    let m = AuthMaterial {
+        headers: vec![("Authorization".into(), "Bearer t".into())],
+        query: vec![("key".into(), "k1".into())],
+        ..Default::default()
+    };
+    let mut req = request();
+    req.http2 = true;
+    let before = req.clone();
+    let e = apply(&m, &[], &mut req).unwrap_err();
+    assert!(matches!(&e, AuthError::QueryOverGrpc { agent } if *agent == req.agent));
+    assert!(!e.to_string().contains("k1"), "{e}");
+    assert_eq!(req, before);
+    // Headers alone are metadata: fine on gRPC.
+    let headers_only = AuthMaterial {
+        query: Vec::new(),
+        ..m
+    };
+    apply(&headers_only, &[], &mut req).unwrap();
+    assert!(req.headers.iter().any(|(n, _)| n == "Authorization"));
+}
+
+#[test]
 fn query_appending() {
     let p = vec![("k".to_owned(), "v w".to_owned())];
     assert_eq!(append_query("http://h/p", &p), "http://h/p?k=v%20w");
