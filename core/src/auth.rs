@@ -264,6 +264,13 @@ pub enum AuthError {
         /// The scheme name.
         scheme: String,
     },
+    /// A credential placed in the URL query cannot travel on gRPC, whose method path takes no
+    /// query: the send is blocked rather than made to a path the server does not route.
+    #[error("agent {agent:?}: a credential in the URL query cannot be sent over gRPC")]
+    QueryOverGrpc {
+        /// The agent.
+        agent: String,
+    },
 }
 
 /// Why a login failed. Messages never contain the response body.
@@ -1286,12 +1293,18 @@ pub fn merge_headers(
 /// Puts `material` and the AuthProvider's `provider_headers` on `req`: the headers are
 /// merged with [`merge_headers`] and replace same-named request headers (e.g. `Accept`), query
 /// parameters are URL-encoded and appended with `?` or `&` (before any `#fragment`), cookies
-/// join an existing `Cookie` header with `; `.
+/// join an existing `Cookie` header with `; `. On an HTTP/2 (gRPC) request the headers are its
+/// metadata, and query parameters are refused ([`AuthError::QueryOverGrpc`], `req` unchanged).
 pub fn apply(
     material: &AuthMaterial,
     provider_headers: &[(String, String)],
     req: &mut HttpRequest,
 ) -> Result<(), AuthError> {
+    if req.http2 && !material.query.is_empty() {
+        return Err(AuthError::QueryOverGrpc {
+            agent: req.agent.clone(),
+        });
+    }
     let headers = merge_headers(&material.headers, provider_headers)?;
     for (name, value) in headers {
         req.headers.retain(|(n, _)| !n.eq_ignore_ascii_case(&name));

@@ -299,15 +299,19 @@ impl Link {
         }
     }
 
-    /// Encodes `call`, registers its decoder and returns the request to transmit.
+    /// Encodes `call`, registers its decoder and returns the request to transmit; `timeout` is
+    /// the time left for it (gRPC sends it as `grpc-timeout`). A message the binding cannot
+    /// carry is an [`host::codes::INVALID_CONTENT`] failure and opens nothing.
     fn open(
         &mut self,
         call: &A2aCall<'_>,
         purpose: OpPurpose,
         extensions: &[String],
-    ) -> HttpRequest {
+        timeout: Option<Duration>,
+    ) -> Result<HttpRequest, ExtensionFailure> {
         let rpc_id = self.ids.next_uuid();
-        let encoded = encode_call(&self.agent.endpoint, call, &rpc_id, extensions);
+        let encoded = encode_call(&self.agent.endpoint, call, &rpc_id, extensions, timeout)
+            .map_err(|e| ExtensionFailure::new(host::codes::INVALID_CONTENT, e.to_string()))?;
         let decoder = ResponseDecoder::new(
             self.agent.endpoint.binding,
             call.kind(),
@@ -317,7 +321,7 @@ impl Link {
         self.next_op += 1;
         let op = OpId(self.next_op);
         self.ops.insert(op, decoder);
-        HttpRequest {
+        Ok(HttpRequest {
             op,
             agent: self.agent.card.name.clone(),
             purpose,
@@ -326,6 +330,7 @@ impl Link {
             headers: encoded.headers,
             body: encoded.body,
             streaming: call.kind().is_streaming(),
+            http2: self.agent.endpoint.binding.needs_http2(),
             correlation: Correlation {
                 execution_id: String::new(),
                 step: self.operation.to_owned(),
@@ -334,7 +339,7 @@ impl Link {
                 context_id: self.context_id.clone(),
                 remote_task_id: self.remote_task_id.clone(),
             },
-        }
+        })
     }
 
     /// Forgets an exchange; `true` when it was still open (the driver must drop it).
@@ -371,6 +376,17 @@ impl Link {
                 let mut items = Vec::new();
                 if let Some(d) = self.ops.get_mut(&op) {
                     d.on_body(&chunk, &mut items);
+                }
+                if items.is_empty() {
+                    Feed::Nothing
+                } else {
+                    Feed::Items(op, items)
+                }
+            }
+            Input::ResponseTrailers { op, trailers } => {
+                let mut items = Vec::new();
+                if let Some(d) = self.ops.get_mut(&op) {
+                    d.on_trailers(&trailers, &mut items);
                 }
                 if items.is_empty() {
                     Feed::Nothing
@@ -570,11 +586,14 @@ impl Authorization {
         )?;
         let request = link.send_request(content);
         let extensions = content.unique_extensions();
-        let req = link.open(
-            &A2aCall::SendMessage(&request),
-            OpPurpose::Send,
-            &extensions,
-        );
+        let req = link
+            .open(
+                &A2aCall::SendMessage(&request),
+                OpPurpose::Send,
+                &extensions,
+                Some(link.config.send_budget),
+            )
+            .map_err(|e| PreconditionError::InvalidContent(e.message))?;
         let op = req.op;
         let deadline = Timestamp::ZERO.saturating_add(link.config.send_budget);
         Ok(Authorization {
@@ -667,9 +686,16 @@ impl Authorization {
                     task_id: &task_id,
                     history_length: self.link.config.history_length,
                 };
-                let req = self.link.open(&call, OpPurpose::Poll, &[]);
-                self.phase = AuthPhase::Exchanging(req.op);
-                self.outputs.push_back(AuthorizationOutput::Transmit(req));
+                let left = self
+                    .deadline
+                    .map(|d| d.saturating_duration_since(self.link.now));
+                match self.link.open(&call, OpPurpose::Poll, &[], left) {
+                    Ok(req) => {
+                        self.phase = AuthPhase::Exchanging(req.op);
+                        self.outputs.push_back(AuthorizationOutput::Transmit(req));
+                    }
+                    Err(failure) => self.finish(Err(failure)),
+                }
             }
         }
         Ok(())
@@ -768,14 +794,16 @@ impl Authorization {
         if let (Some(task_id), false, true) =
             (self.link.remote_task_id.clone(), terminal, outcome.is_err())
         {
-            let req = self.link.open(
-                &A2aCall::CancelTask { task_id: &task_id },
-                OpPurpose::Cancel,
-                &[],
-            );
-            let at = self.link.now.saturating_add(self.link.config.cancel_budget);
-            self.cleanup = Some((req.op, at));
-            self.outputs.push_back(AuthorizationOutput::Transmit(req));
+            let budget = self.link.config.cancel_budget;
+            let cancel = A2aCall::CancelTask { task_id: &task_id };
+            if let Ok(req) = self
+                .link
+                .open(&cancel, OpPurpose::Cancel, &[], Some(budget))
+            {
+                let at = self.link.now.saturating_add(budget);
+                self.cleanup = Some((req.op, at));
+                self.outputs.push_back(AuthorizationOutput::Transmit(req));
+            }
         }
         let failure = outcome.err();
         let result = AuthorizationResult {
@@ -893,7 +921,9 @@ impl Notification {
         } else {
             A2aCall::SendMessage(&request)
         };
-        let req = link.open(&call, OpPurpose::Send, &content.unique_extensions());
+        let req = link
+            .open(&call, OpPurpose::Send, &content.unique_extensions(), None)
+            .map_err(|e| PreconditionError::InvalidContent(e.message))?;
         let op = req.op;
         let ack_at = Timestamp::ZERO.saturating_add(link.config.ack_timeout);
         Ok(Notification {
@@ -1009,15 +1039,16 @@ impl Notification {
         if due(self.reattach_at, now) {
             self.reattach_at = None;
             if let Some(task_id) = self.link.remote_task_id.clone() {
-                let req = self.link.open(
-                    &A2aCall::SubscribeToTask { task_id: &task_id },
-                    OpPurpose::Resubscribe,
-                    &[],
-                );
-                self.op = Some(req.op);
-                self.first_stream = false;
-                self.notice_pending = true;
-                self.outputs.push_back(NotificationOutput::Transmit(req));
+                let call = A2aCall::SubscribeToTask { task_id: &task_id };
+                match self.link.open(&call, OpPurpose::Resubscribe, &[], None) {
+                    Ok(req) => {
+                        self.op = Some(req.op);
+                        self.first_stream = false;
+                        self.notice_pending = true;
+                        self.outputs.push_back(NotificationOutput::Transmit(req));
+                    }
+                    Err(failure) => self.fail(failure),
+                }
             }
         }
         Ok(())

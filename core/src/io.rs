@@ -44,6 +44,15 @@ pub enum Input {
         #[serde(with = "bytes_as_text")]
         chunk: Vec<u8>,
     },
+    /// The response trailers arrived (after the last body chunk, before
+    /// [`Input::ResponseEnd`]). gRPC carries the call's status in them; the JSON bindings
+    /// ignore them.
+    ResponseTrailers {
+        /// The exchange.
+        op: OpId,
+        /// Trailer fields, names as received.
+        trailers: Vec<(String, String)>,
+    },
     /// The response body ended normally.
     ResponseEnd {
         /// The exchange.
@@ -176,6 +185,11 @@ pub struct HttpRequest {
     pub body: Vec<u8>,
     /// Whether the response is expected to be a long-lived event stream (no read timeout).
     pub streaming: bool,
+    /// Whether the exchange must use HTTP/2 (the gRPC binding): prior knowledge on `http://`,
+    /// ALPN `h2` on `https://`; the response trailers are fed back as
+    /// [`Input::ResponseTrailers`]. HTTP/1.1 otherwise.
+    #[serde(default, skip_serializing_if = "core::ops::Not::not")]
+    pub http2: bool,
     /// Local correlation fields for logs.
     pub correlation: Correlation,
 }

@@ -148,6 +148,11 @@ impl Ctx {
         self.timers.insert((at, key));
     }
 
+    /// When the timer `key` is due, if it is set.
+    pub fn timer(&self, key: TimerKey) -> Option<Timestamp> {
+        self.timer_at.get(&key).copied()
+    }
+
     pub fn clear_timer(&mut self, key: TimerKey) {
         if let Some(old) = self.timer_at.remove(&key) {
             self.timers.remove(&(old, key));

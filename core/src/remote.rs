@@ -635,14 +635,16 @@ impl Invocation {
         extensions: &[String],
         env: &mut Env<'_>,
     ) -> Result<(), Failure> {
-        let op = self
-            .open_exchange(call, purpose, extensions, env)
-            .ok_or_else(|| {
-                Failure::new(
-                    codes::AGENT_NOT_FOUND,
-                    format!("Agent not found: {}", self.request.agent_name),
-                )
-            })?;
+        let correlation = self.correlation(env);
+        let op = try_open_exchange(
+            env,
+            self.key,
+            &self.request.agent_name,
+            correlation,
+            call,
+            purpose,
+            extensions,
+        )?;
         self.phase = Phase::Exchanging(op);
         self.exchange_kind = call.kind();
         self.exchange_purpose = purpose;
@@ -1303,7 +1305,7 @@ impl Invocation {
 }
 
 /// Encodes `call` for `agent`'s endpoint, registers its decoder under `owner` and asks the driver
-/// to transmit it. `None` when the agent has no card.
+/// to transmit it. `None` when the agent has no card or the call cannot be encoded.
 pub(crate) fn open_exchange(
     env: &mut Env<'_>,
     owner: TaskKey,
@@ -1313,9 +1315,50 @@ pub(crate) fn open_exchange(
     purpose: OpPurpose,
     extensions: &[String],
 ) -> Option<OpId> {
-    let agent = env.agents.get(agent_name)?;
+    try_open_exchange(
+        env,
+        owner,
+        agent_name,
+        correlation,
+        call,
+        purpose,
+        extensions,
+    )
+    .ok()
+}
+
+/// [`open_exchange`] with the reason it opened nothing: no card for the agent
+/// (`workflow.agent_not_found`), or a message the binding cannot carry
+/// (`workflow.invalid_content`).
+///
+/// The time left for the exchange travels with it (gRPC sends it as `grpc-timeout`): the
+/// cleanup budget for a `CancelTask` cleanup, otherwise what is left of the owner's task
+/// budget.
+fn try_open_exchange(
+    env: &mut Env<'_>,
+    owner: TaskKey,
+    agent_name: &str,
+    correlation: Correlation,
+    call: &A2aCall<'_>,
+    purpose: OpPurpose,
+    extensions: &[String],
+) -> Result<OpId, Failure> {
+    let agent = env.agents.get(agent_name).ok_or_else(|| {
+        Failure::new(
+            codes::AGENT_NOT_FOUND,
+            format!("Agent not found: {agent_name}"),
+        )
+    })?;
+    let timeout = if purpose == OpPurpose::Cancel {
+        Some(env.config.cancel_budget)
+    } else {
+        env.ctx
+            .timer(TimerKey::TaskDeadline(owner))
+            .map(|at| at.saturating_duration_since(env.ctx.now))
+    };
     let rpc_id = env.ctx.ids.next_uuid();
-    let encoded = encode_call(&agent.endpoint, call, &rpc_id, extensions);
+    let encoded = encode_call(&agent.endpoint, call, &rpc_id, extensions, timeout)
+        .map_err(|e| Failure::new(codes::INVALID_CONTENT, e.to_string()))?;
     let decoder = ResponseDecoder::new(
         agent.endpoint.binding,
         call.kind(),
@@ -1343,9 +1386,10 @@ pub(crate) fn open_exchange(
         headers: encoded.headers,
         body: encoded.body,
         streaming: call.kind().is_streaming(),
+        http2: agent.endpoint.binding.needs_http2(),
         correlation,
     }));
-    Some(op)
+    Ok(op)
 }
 
 /// Whether an error answer with this HTTP status may go away by itself (overload, 5xx).

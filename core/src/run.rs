@@ -213,6 +213,15 @@ impl Run {
                     self.on_items(op, items);
                 }
             }
+            Input::ResponseTrailers { op, trailers } => {
+                let mut items = Vec::new();
+                if let Some(entry) = self.ctx.ops.get_mut(&op) {
+                    entry.decoder.on_trailers(&trailers, &mut items);
+                }
+                if !items.is_empty() {
+                    self.on_items(op, items);
+                }
+            }
             Input::ResponseEnd { op } => {
                 let mut items = Vec::new();
                 if let Some(entry) = self.ctx.ops.get_mut(&op) {

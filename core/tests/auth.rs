@@ -36,6 +36,7 @@ fn request() -> HttpRequest {
         ],
         body: b"{}".to_vec(),
         streaming: false,
+        http2: false,
         correlation: Correlation::default(),
     }
 }
@@ -409,6 +410,29 @@ fn header_merge_conflicts() {
         ..Default::default()
     };
     assert!(apply(&m, &diff, &mut req).is_err());
+}
+
+#[test]
+fn a_query_credential_is_refused_on_grpc_and_nothing_is_changed() {
+    let m = AuthMaterial {
+        headers: vec![("Authorization".into(), "Bearer t".into())],
+        query: vec![("key".into(), "k1".into())],
+        ..Default::default()
+    };
+    let mut req = request();
+    req.http2 = true;
+    let before = req.clone();
+    let e = apply(&m, &[], &mut req).unwrap_err();
+    assert!(matches!(&e, AuthError::QueryOverGrpc { agent } if *agent == req.agent));
+    assert!(!e.to_string().contains("k1"), "{e}");
+    assert_eq!(req, before);
+    // Headers alone are metadata: fine on gRPC.
+    let headers_only = AuthMaterial {
+        query: Vec::new(),
+        ..m
+    };
+    apply(&headers_only, &[], &mut req).unwrap();
+    assert!(req.headers.iter().any(|(n, _)| n == "Authorization"));
 }
 
 #[test]

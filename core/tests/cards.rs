@@ -177,10 +177,77 @@ fn endpoint_selection() {
     assert!(
         matches!(&e, CardError::PreferredBindingUnavailable { agent, preferred, .. } if agent == "agent-x" && preferred == "HTTP+JSON")
     );
+    // gRPC comes after every JSON interface, even an unversioned one, unless preferred.
+    let e = select_endpoint(&c, Some(Binding::Grpc)).unwrap();
+    assert_eq!(
+        (e.binding, e.url.as_str()),
+        (Binding::Grpc, "http://grpc.example:443")
+    );
+    let grpc_last = card_with(json!([
+        {"url":"g:1","protocolBinding":"grpc","protocolVersion":"1.0"},
+        {"url":"https://x/u","protocolBinding":"JSONRPC"}
+    ]));
+    assert_eq!(
+        select_endpoint(&grpc_last, None).unwrap().binding,
+        Binding::JsonRpc
+    );
     let grpc_only =
         card_with(json!([{"url":"g:1","protocolBinding":"GRPC","protocolVersion":"1.0"}]));
-    let e = select_endpoint(&grpc_only, None).unwrap_err();
+    let e = select_endpoint(&grpc_only, None).unwrap();
+    assert_eq!((e.binding, e.url.as_str()), (Binding::Grpc, "http://g:1"));
+    let e = select_endpoint(&grpc_only, Some(Binding::JsonRpc)).unwrap_err();
     assert!(e.to_string().contains("GRPC 1.0 g:1"), "{e}");
+}
+
+#[test]
+fn grpc_interface_urls_in_both_forms() {
+    let cases = [
+        ("localhost:50051", Some("http://localhost:50051")),
+        (" 127.0.0.1:9 ", Some("http://127.0.0.1:9")),
+        ("dns:///svc.example:8443", Some("http://svc.example:8443")),
+        ("[::1]:50051", Some("http://[::1]:50051")),
+        ("http://h:1", Some("http://h:1")),
+        ("HTTPS://h.example/", Some("https://h.example")),
+        (
+            "https://h.example:8443/a2a/grpc/",
+            Some("https://h.example:8443/a2a/grpc"),
+        ),
+        ("http://[::1]:7/p", Some("http://[::1]:7/p")),
+        ("localhost", None),
+        ("localhost:0", None),
+        ("localhost:65536", None),
+        ("localhost:+1", None),
+        ("a b:1", None),
+        ("::1:50051", None),
+        ("[]:1", None),
+        ("[::1:1", None),
+        ("ftp://h:1", None),
+        ("http://", None),
+        ("http://h:x", None),
+        ("https://user@h:1", None),
+        ("https://h/p?q=1", None),
+        ("", None),
+    ];
+    for (url, want) in cases {
+        assert_eq!(
+            a2at_core::a2a::binding::grpc_base_url(url).as_deref(),
+            want,
+            "{url:?}"
+        );
+        let card = card_with(json!([{"url":url,"protocolBinding":"GRPC","protocolVersion":"1.0"}]));
+        match want {
+            Some(base) => assert_eq!(select_endpoint(&card, None).unwrap().url, base),
+            None => assert!(
+                matches!(
+                    select_endpoint(&card, Some(Binding::Grpc)),
+                    Err(CardError::PreferredBindingUnavailable { .. })
+                ),
+                "{url:?} is no usable target"
+            ),
+        }
+    }
+    assert_eq!(Binding::parse(" gRPC "), Some(Binding::Grpc));
+    assert_eq!(Binding::Grpc.as_str(), "GRPC");
 }
 
 #[test]

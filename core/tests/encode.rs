@@ -1,10 +1,15 @@
 //! Request encoding for both bindings: exact URLs, headers and JSON bodies.
 
 use a2at_core::a2a::{
-    A2aCall, Binding, Endpoint, HttpMethod, Message, Part, Role, SendMessageConfiguration,
-    SendMessageRequest, encode_call,
+    A2aCall, Binding, EncodedRequest, Endpoint, HttpMethod, Message, Part, Role,
+    SendMessageConfiguration, SendMessageRequest,
 };
 use serde_json::{Value, json};
+
+/// The JSON bindings' encoding (no deadline; they never fail).
+fn encode_call(ep: &Endpoint, call: &A2aCall<'_>, rpc_id: &str, ext: &[String]) -> EncodedRequest {
+    a2at_core::a2a::encode_call(ep, call, rpc_id, ext, None).unwrap()
+}
 
 fn endpoint(binding: Binding, url: &str, tenant: Option<&str>) -> Endpoint {
     Endpoint {

@@ -106,7 +106,7 @@ proptest! {
             };
             let data = match binding {
                 Binding::JsonRpc => json!({"jsonrpc":"2.0","id":"s","result":payload}),
-                Binding::HttpJson => payload,
+                Binding::HttpJson | Binding::Grpc => payload,
             };
             body.push_str(&format!("data: {data}{nl}{nl}"));
         }

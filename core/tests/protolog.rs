@@ -20,6 +20,7 @@ fn req(headers: Vec<(&str, &str)>, body: &str) -> HttpRequest {
             .collect(),
         body: body.as_bytes().to_vec(),
         streaming: false,
+        http2: false,
         correlation: Correlation {
             execution_id: "exec-1".into(),
             step: "step-1".into(),

@@ -47,6 +47,20 @@ const MAX_IDLE: usize = 32;
 #[derive(Clone, Default)]
 struct Direct {
     idle: Arc<Mutex<Vec<SendRequest<Full<Bytes>>>>>,
+    /// The one HTTP/2 connection for gRPC calls (streams are multiplexed on it).
+    http2: Arc<async_lock::Mutex<Option<Http2Sender>>>,
+}
+
+type Http2Sender = hyper::client::conn::http2::SendRequest<Full<Bytes>>;
+
+/// hyper's HTTP/2 background tasks on smol's global executor.
+#[derive(Clone, Copy)]
+struct SmolExecutor;
+
+impl<F: Future<Output = ()> + Send + 'static> hyper::rt::Executor<F> for SmolExecutor {
+    fn execute(&self, future: F) {
+        smol::spawn(future).detach();
+    }
 }
 
 impl DirectClient for Direct {
@@ -56,6 +70,47 @@ impl DirectClient for Direct {
 
     async fn post(&self, url: &str, body: String) -> usize {
         self.post_via_pool(url, body).await
+    }
+
+    async fn post_grpc(&self, url: &str, body: Vec<u8>) -> usize {
+        let uri: http::Uri = url.parse().expect("URL");
+        let mut sender = {
+            let mut slot = self.http2.lock().await;
+            match slot.as_ref().filter(|s| !s.is_closed()) {
+                Some(sender) => sender.clone(),
+                None => {
+                    let authority = uri.authority().expect("host").as_str().to_owned();
+                    let tcp = TcpStream::connect(authority).await.expect("connect");
+                    tcp.set_nodelay(true).expect("TCP_NODELAY");
+                    let (sender, connection) =
+                        hyper::client::conn::http2::handshake(SmolExecutor, FuturesIo::new(tcp))
+                            .await
+                            .expect("HTTP/2 handshake");
+                    smol::spawn(async move {
+                        let _ = connection.await;
+                    })
+                    .detach();
+                    *slot = Some(sender.clone());
+                    sender
+                }
+            }
+        };
+        let mut request = http::Request::post(uri);
+        for (name, value) in a2at_tests::e2e::GRPC_HEADERS {
+            request = request.header(name, value);
+        }
+        let request = request
+            .body(Full::new(Bytes::from(body)))
+            .expect("valid request");
+        let response = sender.send_request(request).await.expect("direct request");
+        assert!(response.status().is_success(), "{}", response.status());
+        let body = response.into_body().collect().await.expect("response body");
+        let ok = body
+            .trailers()
+            .and_then(|t| t.get("grpc-status"))
+            .is_some_and(|s| s == "0");
+        assert!(ok, "the gRPC call did not end with status OK");
+        body.to_bytes().len()
     }
 }
 

@@ -44,10 +44,11 @@ impl BenchRuntime for OnTokio {
 }
 
 /// tokio's usual client stack without the engine: hyper-util's pooled legacy client over an
-/// `HttpConnector` with `TCP_NODELAY`.
+/// `HttpConnector` with `TCP_NODELAY` (and the same client in HTTP/2-only mode for gRPC).
 #[derive(Clone)]
 struct Direct {
     client: Client<HttpConnector, Full<Bytes>>,
+    http2: Client<HttpConnector, Full<Bytes>>,
 }
 
 impl DirectClient for Direct {
@@ -55,8 +56,30 @@ impl DirectClient for Direct {
         let mut http = HttpConnector::new();
         http.set_nodelay(true);
         Direct {
-            client: Client::builder(TokioExecutor::new()).build(http),
+            client: Client::builder(TokioExecutor::new()).build(http.clone()),
+            http2: Client::builder(TokioExecutor::new())
+                .http2_only(true)
+                .build(http),
         }
+    }
+
+    async fn post_grpc(&self, url: &str, body: Vec<u8>) -> usize {
+        let mut request = http::Request::post(url);
+        for (name, value) in a2at_tests::e2e::GRPC_HEADERS {
+            request = request.header(name, value);
+        }
+        let request = request
+            .body(Full::new(Bytes::from(body)))
+            .expect("valid request");
+        let response = self.http2.request(request).await.expect("direct request");
+        assert!(response.status().is_success(), "{}", response.status());
+        let body = response.into_body().collect().await.expect("response body");
+        let ok = body
+            .trailers()
+            .and_then(|t| t.get("grpc-status"))
+            .is_some_and(|s| s == "0");
+        assert!(ok, "the gRPC call did not end with status OK");
+        body.to_bytes().len()
     }
 
     async fn post(&self, url: &str, body: String) -> usize {

@@ -1,12 +1,17 @@
 #!/usr/bin/env python3
 """A2A v1.0 interop peers for the a2at test-suite, built on the official ``a2a-sdk`` 1.3.0.
 
-Starts five agents (``echo``, ``streamer``, ``negotiator``, ``failer``, ``slow``) in ONE process,
-each on its own 127.0.0.1 port, each serving:
+Starts the agents (``echo``, ``streamer``, ``negotiator``, ``failer``, ``slow``, ...) in ONE
+process, each on its own 127.0.0.1 port, each serving:
 
 * ``GET  /.well-known/agent-card.json``  the agent card
 * ``POST /a2a/jsonrpc``                   JSON-RPC binding (v1.0 method names)
 * ``/a2a/rest/...``                       HTTP+JSON binding (``/a2a/rest/message:send``, ...)
+
+and each also serving the gRPC binding (``lf.a2a.v1.A2AService``, the SDK's ``GrpcHandler`` on a
+``grpc.aio`` server, plaintext HTTP/2) on a second port, advertised last in its card as a bare
+``127.0.0.1:<port>`` target, the way the SDK's own examples do. Both servers of an agent share
+one request handler and task store.
 
 When every agent listens it prints exactly one line to stdout::
 
@@ -34,6 +39,7 @@ import uuid
 
 from typing import Any
 
+import grpc
 import uvicorn
 
 from google.protobuf.json_format import MessageToDict
@@ -41,7 +47,7 @@ from starlette.applications import Starlette
 
 from a2a.server.agent_execution import AgentExecutor, RequestContext
 from a2a.server.events import EventQueue
-from a2a.server.request_handlers import DefaultRequestHandler
+from a2a.server.request_handlers import DefaultRequestHandler, GrpcHandler
 from a2a.server.request_handlers.response_helpers import agent_card_to_dict
 from a2a.server.routes import (
     create_agent_card_routes,
@@ -49,6 +55,7 @@ from a2a.server.routes import (
     create_rest_routes,
 )
 from a2a.server.tasks import InMemoryTaskStore, TaskUpdater
+from a2a.types.a2a_pb2_grpc import add_A2AServiceServicer_to_server
 from a2a.types.a2a_pb2 import (
     AgentCapabilities,
     AgentCard,
@@ -348,7 +355,9 @@ class SlowExecutor(AgentExecutor):
 # cards and apps
 
 
-def make_card(name: str, port: int, streaming: bool, description: str) -> AgentCard:
+def make_card(
+    name: str, port: int, grpc_port: int, streaming: bool, description: str
+) -> AgentCard:
     base = f'http://127.0.0.1:{port}'
     return AgentCard(
         name=name,
@@ -360,6 +369,9 @@ def make_card(name: str, port: int, streaming: bool, description: str) -> AgentC
             ),
             AgentInterface(
                 url=base + REST_PATH, protocol_binding='HTTP+JSON', protocol_version='1.0'
+            ),
+            AgentInterface(
+                url=f'127.0.0.1:{grpc_port}', protocol_binding='GRPC', protocol_version='1.0'
             ),
         ],
         capabilities=AgentCapabilities(
@@ -399,10 +411,13 @@ def build_agents(slow_seconds: int) -> list[tuple[str, bool, str, AgentExecutor]
     ]
 
 
-def build_app(card: AgentCard, executor: AgentExecutor) -> Starlette:
-    handler = DefaultRequestHandler(
+def build_handler(card: AgentCard, executor: AgentExecutor) -> DefaultRequestHandler:
+    return DefaultRequestHandler(
         agent_executor=executor, task_store=InMemoryTaskStore(), agent_card=card
     )
+
+
+def build_app(card: AgentCard, handler: DefaultRequestHandler) -> Starlette:
     routes: list[Any] = []
     routes += create_agent_card_routes(card)
     routes += create_jsonrpc_routes(handler, rpc_url=JSONRPC_PATH)
@@ -449,16 +464,24 @@ async def main_async(args: argparse.Namespace) -> int:
         loop.add_signal_handler(sig, stop.set)
 
     servers: list[tuple[QuietServer, socket.socket]] = []
+    grpc_servers: list[grpc.aio.Server] = []
     cards: dict[str, Any] = {}
-    for i, (name, streaming, description, executor) in enumerate(
-        build_agents(args.slow_seconds)
-    ):
+    agents = build_agents(args.slow_seconds)
+    for i, (name, streaming, description, executor) in enumerate(agents):
         sock = bind(args.base_port + i if args.base_port else 0)
         port = sock.getsockname()[1]
-        card = make_card(name, port, streaming, description)
+        grpc_server = grpc.aio.server()
+        grpc_port = grpc_server.add_insecure_port(
+            f'127.0.0.1:{args.base_port + len(agents) + i if args.base_port else 0}'
+        )
+        card = make_card(name, port, grpc_port, streaming, description)
         cards[name] = agent_card_to_dict(card)
+        handler = build_handler(card, executor)
+        add_A2AServiceServicer_to_server(GrpcHandler(handler), grpc_server)
+        await grpc_server.start()
+        grpc_servers.append(grpc_server)
         config = uvicorn.Config(
-            build_app(card, executor),
+            build_app(card, handler),
             lifespan='off',
             log_level=args.log_level,
             access_log=False,
@@ -489,6 +512,8 @@ async def main_async(args: argparse.Namespace) -> int:
     for server, _ in servers:
         server.should_exit = True
         server.force_exit = True
+    for grpc_server in grpc_servers:
+        await grpc_server.stop(grace=None)
     # Open SSE streams and blocking sends are dropped; os._exit in main() ends the rest.
     await asyncio.wait(tasks, timeout=0.5)
     exit_now(0)

@@ -32,7 +32,7 @@ want=$("$python3" -c 'import hashlib,sys; print(hashlib.sha256(open(sys.argv[1],
 
 # Fast path: venv works and was installed from exactly this requirements file.
 if [ -x "$py" ] && [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$want" ] \
-    && "$py" -c 'import a2a, uvicorn' >/dev/null 2>&1; then
+    && "$py" -c 'import a2a, uvicorn, grpc' >/dev/null 2>&1; then
     echo "$py"
     exit 0
 fi
@@ -54,6 +54,6 @@ fi
 say "installing $req"
 "$py" -m pip install --disable-pip-version-check --quiet -r "$req" \
     || die "pip install failed (is PyPI reachable?)"
-"$py" -c 'import a2a, uvicorn' || die "installed packages do not import"
+"$py" -c 'import a2a, uvicorn, grpc' || die "installed packages do not import"
 echo "$want" >"$stamp"
 echo "$py"

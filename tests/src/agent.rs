@@ -1,5 +1,5 @@
-//! Scripted A2A agents that read and write real protocol bytes (JSON-RPC or HTTP+JSON, unary or
-//! SSE), keep their own task table, and follow a plan per task.
+//! Scripted A2A agents that read and write real protocol bytes (JSON-RPC, HTTP+JSON or gRPC,
+//! unary or streaming), keep their own task table, and follow a plan per task.
 
 use std::collections::{BTreeMap, VecDeque};
 use std::time::Duration;
@@ -24,6 +24,8 @@ pub struct AgentRequest {
     pub rpc_id: Option<Value>,
     /// Whether it came over JSON-RPC.
     pub jsonrpc: bool,
+    /// Whether it came over gRPC (the parameters are then spelled as in HTTP+JSON).
+    pub grpc: bool,
     /// Request headers.
     pub headers: Vec<(String, String)>,
     /// Request URL.
@@ -33,6 +35,19 @@ pub struct AgentRequest {
 impl AgentRequest {
     /// Decodes the engine's request bytes.
     pub fn decode(req: &HttpRequest) -> AgentRequest {
+        if let Some((method, params)) = crate::agent_grpc::decode_request(&req.url, &req.body) {
+            return AgentRequest {
+                op: req.op,
+                purpose: req.purpose,
+                method,
+                params,
+                rpc_id: None,
+                jsonrpc: false,
+                grpc: true,
+                headers: req.headers.clone(),
+                url: req.url.clone(),
+            };
+        }
         let body: Value = serde_json::from_slice(&req.body).unwrap_or(Value::Null);
         let (method, params, rpc_id, jsonrpc) = if body.get("jsonrpc").is_some() {
             (
@@ -82,6 +97,7 @@ impl AgentRequest {
             params,
             rpc_id,
             jsonrpc,
+            grpc: false,
             headers: req.headers.clone(),
             url: req.url.clone(),
         }
@@ -138,6 +154,20 @@ pub enum AgentReply {
         chunk_gap: Duration,
         /// Whether the body ends (false: the connection stays open forever).
         end: bool,
+    },
+    /// A gRPC response (HTTP/2, status 200): head, framed messages, then the trailers.
+    Grpc {
+        /// Delay before the head.
+        delay: Duration,
+        /// Response headers (with `grpc-status` for a trailers-only response).
+        headers: Vec<(String, String)>,
+        /// Framed messages, each sent as its own body chunk.
+        frames: Vec<Vec<u8>>,
+        /// Gap between frames.
+        frame_gap: Duration,
+        /// The trailers ending the response (empty: the body just ends); `None`: the stream
+        /// stays open forever.
+        trailers: Option<Vec<(String, String)>>,
     },
 }
 
@@ -357,8 +387,10 @@ pub struct ScriptedAgent {
     pub name: String,
     /// Whether it answers sends with SSE streams.
     pub streaming: bool,
-    /// Whether it speaks JSON-RPC (else HTTP+JSON).
+    /// Whether it speaks JSON-RPC (else HTTP+JSON or gRPC).
     pub jsonrpc: bool,
+    /// Whether it speaks gRPC.
+    pub grpc: bool,
     plans: VecDeque<Plan>,
     default_plan: Plan,
     tasks: BTreeMap<String, TaskRecord>,
@@ -385,6 +417,7 @@ impl ScriptedAgent {
             name: name.to_owned(),
             streaming: false,
             jsonrpc: true,
+            grpc: false,
             plans: VecDeque::new(),
             default_plan: Plan::States(vec!["TASK_STATE_COMPLETED"]),
             tasks: BTreeMap::new(),
@@ -421,6 +454,15 @@ impl ScriptedAgent {
     /// Speak HTTP+JSON instead of JSON-RPC.
     pub fn rest(mut self) -> Self {
         self.jsonrpc = false;
+        self.grpc = false;
+        self
+    }
+
+    /// Speak gRPC (whatever binding it spoke before): the card offers one `GRPC` interface
+    /// at `<base_url>/a2a/grpc`, and answers are carried over into gRPC frames and trailers.
+    pub fn grpc(mut self) -> Self {
+        self.jsonrpc = false;
+        self.grpc = true;
         self
     }
 
@@ -457,7 +499,9 @@ impl ScriptedAgent {
     /// `<base_url>/a2a/rest`), e.g. for an agent served on loopback.
     pub fn card_at(&self, base_url: &str) -> Value {
         let base_url = base_url.trim_end_matches('/');
-        let (url, binding) = if self.jsonrpc {
+        let (url, binding) = if self.grpc {
+            (format!("{base_url}/a2a/grpc"), "GRPC")
+        } else if self.jsonrpc {
             (format!("{base_url}/a2a/jsonrpc"), "JSONRPC")
         } else {
             (format!("{base_url}/a2a/rest"), "HTTP+JSON")
@@ -491,8 +535,17 @@ impl ScriptedAgent {
             .collect()
     }
 
-    /// Answers one request, with the fault planned for it, if any.
+    /// Answers one request, with the fault planned for it, if any (in the request's binding).
     pub fn handle(&mut self, req: &AgentRequest) -> AgentReply {
+        let reply = self.handle_as_json(req);
+        if req.grpc {
+            crate::agent_grpc::to_grpc(&req.method, reply)
+        } else {
+            reply
+        }
+    }
+
+    fn handle_as_json(&mut self, req: &AgentRequest) -> AgentReply {
         let nth = {
             let n = self.seen.entry(req.method.clone()).or_insert(0);
             *n += 1;

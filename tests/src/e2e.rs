@@ -3,9 +3,10 @@
 //! own hyper client stack), installs the counting allocator and calls [`main`].
 //!
 //! Every workload runs twice: through the engine, and as the same sequence of HTTP requests
-//! (same dependency structure, same kind of bodies) sent by the direct client. The ratio of the
-//! two wall times is the engine's overhead over the loopback limit. Timings are printed, never
-//! asserted.
+//! (same dependency structure, same kind of bodies, same binding) sent by the direct client. The
+//! ratio of the two wall times is the engine's overhead over the loopback limit. Timings are
+//! printed, never asserted. The workloads use JSON-RPC agents; one row repeats the chain on
+//! gRPC agents (HTTP/2, the direct client posting framed protobuf).
 //!
 //! Each measurement is a job run in its own process (this same binary, started with `A2AT_E2E_JOB`
 //! set), so the peak RSS it reports is its own. A job serves the scripted agents of `a2at-tests`
@@ -56,7 +57,18 @@ pub trait DirectClient: Clone + Send + Sync + 'static {
     /// POSTs a JSON-RPC body with the engine's headers and reads the whole response; returns
     /// the body's length.
     fn post(&self, url: &str, body: String) -> impl Future<Output = usize> + Send;
+    /// Sends one unary gRPC call over HTTP/2 (prior knowledge): POSTs the framed `body` with
+    /// the engine's metadata, reads the whole response and checks `grpc-status: 0` in its
+    /// trailers; returns the body's length.
+    fn post_grpc(&self, url: &str, body: Vec<u8>) -> impl Future<Output = usize> + Send;
 }
+
+/// The metadata of a unary gRPC call, as the engine sends it.
+pub const GRPC_HEADERS: [(&str, &str); 3] = [
+    ("content-type", "application/grpc"),
+    ("te", "trailers"),
+    ("a2a-version", "1.0"),
+];
 
 /// Sleeps on `B`'s clock.
 async fn sleep<B: BenchRuntime>(d: Duration) {
@@ -89,10 +101,12 @@ fn completed() -> Plan {
 }
 
 /// The agents of the child server: `fast` answers at once, `held` after [`HOLD`], `slow` after
-/// [`SLOW`]. All are JSON-RPC, unary, and complete each task in their first answer.
+/// [`SLOW`]; `fastgrpc` is `fast` on gRPC. All others are JSON-RPC; all are unary and complete
+/// each task in their first answer.
 fn scripted_agents() -> Vec<ScriptedAgent> {
     vec![
         ScriptedAgent::new("fast"),
+        ScriptedAgent::new("fastgrpc").grpc(),
         ScriptedAgent::new("held").by_default(Plan::Delayed(HOLD, Box::new(completed()))),
         ScriptedAgent::new("slow").by_default(Plan::Delayed(SLOW, Box::new(completed()))),
     ]
@@ -144,6 +158,14 @@ impl Agents {
     /// The JSON-RPC endpoint of `agent`.
     fn url(&self, agent: &str) -> String {
         format!("{}/{agent}/a2a/jsonrpc", self.base)
+    }
+
+    /// The gRPC `SendMessage` method URL of `agent`.
+    fn grpc_url(&self, agent: &str) -> String {
+        format!(
+            "{}/{agent}/a2a/grpc/lf.a2a.v1.A2AService/SendMessage",
+            self.base
+        )
     }
 
     /// An engine whose concurrency limits never queue an exchange (the direct client has none).
@@ -218,6 +240,43 @@ fn send_body(i: usize) -> String {
                     "parts": [{"text": format!("task {i}")}]},
         "configuration": {"historyLength": 0}}})
     .to_string()
+}
+
+/// A framed gRPC `SendMessageRequest` shaped like the engine's.
+fn grpc_send_body(i: usize) -> Vec<u8> {
+    use a2at_core::a2a::{A2aCall, Message, Part, Role, SendMessageConfiguration};
+    static NEXT: AtomicUsize = AtomicUsize::new(0);
+    let n = NEXT.fetch_add(2, Ordering::Relaxed);
+    let id = |k: usize| format!("00000000-0000-4000-8000-{:012}", n + k);
+    let request = a2at_core::a2a::SendMessageRequest {
+        tenant: None,
+        message: Message {
+            message_id: id(0),
+            context_id: Some(id(1)),
+            task_id: None,
+            role: Role::User,
+            parts: vec![Part::text(format!("task {i}"))],
+            metadata: None,
+            extensions: Vec::new(),
+            reference_task_ids: Vec::new(),
+        },
+        configuration: Some(SendMessageConfiguration {
+            accepted_output_modes: Vec::new(),
+            history_length: Some(0),
+            return_immediately: false,
+        }),
+        metadata: None,
+    };
+    a2at_core::a2a::grpc::encode_grpc_call(&A2aCall::SendMessage(&request), None, &[], None)
+        .expect("a small message")
+        .body
+}
+
+/// `n` gRPC calls one after the other.
+async fn direct_grpc_chain<C: DirectClient>(client: &C, url: &str, n: usize) {
+    for i in 0..n {
+        client.post_grpc(url, grpc_send_body(i)).await;
+    }
 }
 
 async fn engine_runs<R: Runtime>(
@@ -389,6 +448,7 @@ async fn run_job<B: BenchRuntime>(job: &str, through_engine: bool) -> Value {
     let n: usize = n.parse().expect("job size");
     let (workflow, warmup, iters) = match kind {
         "chain" | "record" => (chain(20, "fast", "fast"), 3, 15),
+        "chaingrpc" => (chain(20, "fastgrpc", "fastgrpc"), 3, 15),
         "record200" => (chain(5, "fast", "fast"), 2, 7),
         "fan" => (fan_out(50, "fast"), 3, 15),
         "runs200" => (chain(5, "fast", "fast"), 2, 7),
@@ -431,6 +491,10 @@ async fn run_job<B: BenchRuntime>(job: &str, through_engine: bool) -> Value {
                     direct_chains::<B>(&client, &fast, &fast, 1, 20)
                 })
                 .await
+            }
+            "chaingrpc" => {
+                let url = agents.grpc_url("fastgrpc");
+                measure(warmup, iters, || direct_grpc_chain(&client, &url, 20)).await
             }
             "fan" => measure(warmup, iters, || direct_fan_out::<B>(&client, &fast, 50)).await,
             "runs200" => {
@@ -606,6 +670,7 @@ fn overhead_table() {
     println!("|---|---|---|---|---|---|---|---|---|---|---|");
     for (name, key, requests) in [
         ("(a) 20-step chain", "chain", 20),
+        ("(a′) 20-step chain over gRPC", "chaingrpc", 20),
         ("(b) 1×50 fan-out + ALL_SUCCESS join", "fan", 51),
         ("(c) 200 concurrent 5-step runs", "runs200", 1000),
     ] {

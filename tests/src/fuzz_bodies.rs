@@ -329,6 +329,30 @@ fn genuine_answer(agents: &mut [ScriptedAgent], req: &HttpRequest) -> VecDeque<I
             }
             inputs
         }
+        AgentReply::Grpc {
+            headers,
+            frames,
+            trailers,
+            ..
+        } => {
+            let mut inputs = VecDeque::from([Input::ResponseHead {
+                op,
+                status: 200,
+                headers,
+            }]);
+            inputs.extend(
+                frames
+                    .into_iter()
+                    .map(|chunk| Input::ResponseBody { op, chunk }),
+            );
+            if let Some(trailers) = trailers {
+                if !trailers.is_empty() {
+                    inputs.push_back(Input::ResponseTrailers { op, trailers });
+                }
+                inputs.push_back(Input::ResponseEnd { op });
+            }
+            inputs
+        }
         AgentReply::Cut {
             headers, chunks, ..
         } => {
@@ -397,9 +421,14 @@ pub fn run_inputs(data: &[u8]) {
             *agent = agent.clone().then(plan(bytes.u8()));
         }
     }
+    let seed = u64::from(bytes.u16());
+    if seed & 1 == 1 {
+        // Half of the runs talk gRPC to beta (frames, trailers; a fuzzed end without them).
+        agents[1] = agents[1].clone().grpc();
+    }
     let dir = directory(&agents);
     let config = RunConfig {
-        seed: u64::from(bytes.u16()),
+        seed,
         task_budget: Duration::from_secs(2),
         callback_budget: Duration::from_secs(1),
         poll_interval: Duration::from_millis(100),

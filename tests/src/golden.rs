@@ -209,6 +209,36 @@ fn faults_reattach_and_resend() -> Sim {
     sim(wf, agents, ScriptedHost::default(), seeded(9))
 }
 
+fn grpc_stream_poll_and_rejection() -> Sim {
+    let wf = json!({"steps": [
+        {"name": "s", "subtasks": [
+            {"agent": "streamer", "description": "cut"}, {"agent": "poller", "description": "poll"}],
+         "next": [{"step": "t"}]},
+        {"name": "t", "subtasks": [{"agent": "picky", "description": "x"}]}]});
+    let agents = vec![
+        ScriptedAgent::new("streamer")
+            .grpc()
+            .streaming()
+            .by_default(Plan::States(vec![
+                "TASK_STATE_WORKING",
+                "TASK_STATE_COMPLETED",
+            ]))
+            .fault_on("SendStreamingMessage", 1, AgentFault::CutAfter(2)),
+        ScriptedAgent::new("poller")
+            .grpc()
+            .by_default(Plan::States(vec![
+                "TASK_STATE_WORKING",
+                "TASK_STATE_COMPLETED",
+            ])),
+        ScriptedAgent::new("picky").grpc().by_default(Plan::Reject {
+            status: 400,
+            code: -32602,
+            reason: "INVALID_PARAMS",
+        }),
+    ];
+    sim(wf, agents, ScriptedHost::default(), seeded(12))
+}
+
 /// Every golden scenario, in fixture-name order.
 pub fn scenarios() -> Vec<GoldenScenario> {
     vec![
@@ -241,6 +271,12 @@ pub fn scenarios() -> Vec<GoldenScenario> {
             about: "a cut stream is resubscribed, a 503 send is resent after Retry-After, a lost answer is found with ListTasks",
             redaction: Redaction::None,
             build: faults_reattach_and_resend,
+        },
+        GoldenScenario {
+            name: "grpc_stream_poll_and_rejection",
+            about: "gRPC agents: a cut server stream is resubscribed, a WORKING task is polled with GetTask, a send is rejected with an ErrorInfo in the trailers",
+            redaction: Redaction::None,
+            build: grpc_stream_poll_and_rejection,
         },
         GoldenScenario {
             name: "host_cancel",

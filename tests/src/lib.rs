@@ -4,6 +4,7 @@
 #![warn(missing_docs)]
 
 pub mod agent;
+pub mod agent_grpc;
 pub mod capture;
 pub mod conformance;
 pub mod e2e;

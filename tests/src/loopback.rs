@@ -8,7 +8,9 @@
 //! every request and the highest number of exchanges in flight per agent.
 //!
 //! The server runs on its own threads with smol's executor, so it serves runtime tests of any
-//! runtime (tokio, smol) and never needs the caller's runtime.
+//! runtime (tokio, smol) and never needs the caller's runtime. A connection that opens with the
+//! HTTP/2 preface (gRPC agents, prior knowledge) is served as HTTP/2, any other as HTTP/1.1;
+//! gRPC replies end with their trailers.
 
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
@@ -42,6 +44,7 @@ struct State {
     in_flight_total: usize,
     max_in_flight_total: usize,
     total: u64,
+    http2: u64,
 }
 
 /// Counts one exchange in flight for an agent until dropped.
@@ -84,6 +87,7 @@ fn lock(state: &Arc<Mutex<State>>) -> MutexGuard<'_, State> {
 /// A loopback HTTP server playing scripted agents. The server stops when dropped.
 pub struct LoopbackServer {
     addr: SocketAddr,
+    base_url: String,
     state: Arc<Mutex<State>>,
     /// Closing it stops the server threads (and drops every task of the executor).
     _stop: smol::channel::Sender<()>,
@@ -98,8 +102,30 @@ impl LoopbackServer {
 
     /// [`LoopbackServer::start`] without `async`.
     pub fn spawn(agents: Vec<ScriptedAgent>) -> LoopbackServer {
+        LoopbackServer::spawn_with(agents, None)
+    }
+
+    /// A server behind TLS with `config` (its certificate must be valid for `localhost`): the
+    /// cards point at `https://localhost:<port>`, and a connection whose ALPN settled on `h2`
+    /// is served as HTTP/2, any other as HTTP/1.1.
+    pub fn spawn_tls(
+        agents: Vec<ScriptedAgent>,
+        config: Arc<rustls::ServerConfig>,
+    ) -> LoopbackServer {
+        LoopbackServer::spawn_with(agents, Some(futures_rustls::TlsAcceptor::from(config)))
+    }
+
+    fn spawn_with(
+        agents: Vec<ScriptedAgent>,
+        tls: Option<futures_rustls::TlsAcceptor>,
+    ) -> LoopbackServer {
+        let base_url = |addr: SocketAddr| match tls {
+            Some(_) => format!("https://localhost:{}", addr.port()),
+            None => format!("http://{addr}"),
+        };
         let listener = smol::block_on(TcpListener::bind("127.0.0.1:0")).expect("bind 127.0.0.1");
         let addr = listener.local_addr().expect("local address");
+        let base_url = base_url(addr);
         let state = Arc::new(Mutex::new(State {
             agents: agents.into_iter().map(|a| (a.name.clone(), a)).collect(),
             ..State::default()
@@ -116,12 +142,21 @@ impl LoopbackServer {
                     let _ = stream.set_nodelay(true);
                     let state = accept_state.clone();
                     let spawner = ex.clone();
+                    let tls = tls.clone();
                     ex.spawn(async move {
-                        let service =
-                            service_fn(move |req| serve(state.clone(), spawner.clone(), addr, req));
-                        let _ = hyper::server::conn::http1::Builder::new()
-                            .serve_connection(FuturesIo::new(stream), service)
-                            .await;
+                        match tls {
+                            None => {
+                                let http2 = starts_with_http2_preface(&stream).await;
+                                serve_connection(stream, http2, state, spawner, addr).await;
+                            }
+                            Some(acceptor) => {
+                                let Ok(stream) = acceptor.accept(stream).await else {
+                                    return;
+                                };
+                                let http2 = stream.get_ref().1.alpn_protocol() == Some(b"h2");
+                                serve_connection(stream, http2, state, spawner, addr).await;
+                            }
+                        }
                     })
                     .detach();
                 }
@@ -138,14 +173,15 @@ impl LoopbackServer {
         }
         LoopbackServer {
             addr,
+            base_url,
             state,
             _stop: stop,
         }
     }
 
-    /// `http://127.0.0.1:<port>`.
+    /// `http://127.0.0.1:<port>` (`https://localhost:<port>` behind TLS).
     pub fn base_url(&self) -> String {
-        format!("http://{}", self.addr)
+        self.base_url.clone()
     }
 
     /// The server's address.
@@ -193,6 +229,11 @@ impl LoopbackServer {
         lock(&self.state).total
     }
 
+    /// Requests received over HTTP/2, all agents together.
+    pub fn http2_requests(&self) -> u64 {
+        lock(&self.state).http2
+    }
+
     /// The highest number of exchanges that were in flight at once for `agent`.
     pub fn max_in_flight(&self, agent: &str) -> usize {
         lock(&self.state)
@@ -217,6 +258,51 @@ impl LoopbackServer {
     }
 }
 
+/// hyper's HTTP/2 server tasks on the server's own executor.
+#[derive(Clone)]
+struct SmolExecutor(Arc<Executor<'static>>);
+
+impl<F: std::future::Future<Output = ()> + Send + 'static> hyper::rt::Executor<F> for SmolExecutor {
+    fn execute(&self, future: F) {
+        self.0.spawn(future).detach();
+    }
+}
+
+/// Serves one connection as HTTP/2 or HTTP/1.1.
+async fn serve_connection<IO>(
+    io: IO,
+    http2: bool,
+    state: Arc<Mutex<State>>,
+    executor: Arc<Executor<'static>>,
+    addr: SocketAddr,
+) where
+    IO: futures::io::AsyncRead + futures::io::AsyncWrite + Unpin + Send + 'static,
+{
+    let runner = executor.clone();
+    let service = service_fn(move |req| serve(state.clone(), executor.clone(), addr, req));
+    if http2 {
+        let _ = hyper::server::conn::http2::Builder::new(SmolExecutor(runner))
+            .serve_connection(FuturesIo::new(io), service)
+            .await;
+    } else {
+        let _ = hyper::server::conn::http1::Builder::new()
+            .serve_connection(FuturesIo::new(io), service)
+            .await;
+    }
+}
+
+/// Whether the client opened with the HTTP/2 connection preface (`PRI * HTTP/2.0`).
+async fn starts_with_http2_preface(stream: &smol::net::TcpStream) -> bool {
+    let mut buf = [0u8; 3];
+    loop {
+        match stream.peek(&mut buf).await {
+            Ok(n) if n >= 3 => return &buf == b"PRI",
+            Ok(0) | Err(_) => return false,
+            Ok(_) => smol::Timer::after(std::time::Duration::from_millis(1)).await,
+        };
+    }
+}
+
 async fn serve(
     state: Arc<Mutex<State>>,
     executor: Arc<Executor<'static>>,
@@ -234,6 +320,7 @@ async fn serve(
         .next()
         .unwrap_or("")
         .to_owned();
+    let http2 = req.version() == hyper::Version::HTTP_2;
     let method = if req.method() == hyper::Method::GET {
         HttpMethod::Get
     } else {
@@ -259,6 +346,7 @@ async fn serve(
     let reply = {
         let mut s = lock(&state);
         s.total += 1;
+        s.http2 += u64::from(http2);
         let http = HttpRequest {
             op: OpId(s.total),
             agent: agent.clone(),
@@ -268,6 +356,7 @@ async fn serve(
             headers,
             body,
             streaming: false,
+            http2: false,
             correlation: Correlation::default(),
         };
         let decoded = AgentRequest::decode(&http);
@@ -337,6 +426,60 @@ async fn serve(
                 })
                 .detach();
             let mut builder = Response::builder().status(status);
+            for (name, value) in headers {
+                builder = builder.header(name, value);
+            }
+            Ok(builder
+                .body(StreamBody::new(body))
+                .expect("valid scripted response"))
+        }
+        AgentReply::Grpc {
+            delay,
+            headers,
+            frames,
+            frame_gap,
+            trailers,
+        } => {
+            smol::Timer::after(delay).await;
+            let (tx, rx) = smol::channel::bounded::<Result<Frame<Bytes>, std::io::Error>>(4);
+            let end = trailers.is_some();
+            let (body_guard, player_guard) = if end {
+                (None, Some(guard))
+            } else {
+                (Some(guard), None)
+            };
+            let body = futures_stream::Body {
+                rx: Box::pin(rx),
+                _keep: (!end).then(|| tx.clone()),
+                _in_flight: body_guard,
+            };
+            executor
+                .spawn(async move {
+                    for (i, frame) in frames.into_iter().enumerate() {
+                        if i > 0 {
+                            smol::Timer::after(frame_gap).await;
+                        }
+                        if tx.send(Ok(Frame::data(Bytes::from(frame)))).await.is_err() {
+                            return;
+                        }
+                    }
+                    if let Some(trailers) = trailers.filter(|t| !t.is_empty()) {
+                        let mut map = hyper::HeaderMap::new();
+                        for (name, value) in trailers {
+                            map.append(
+                                hyper::header::HeaderName::try_from(name).expect("trailer name"),
+                                hyper::header::HeaderValue::try_from(value).expect("trailer value"),
+                            );
+                        }
+                        if tx.send(Ok(Frame::trailers(map))).await.is_err() {
+                            return;
+                        }
+                    }
+                    drop(player_guard);
+                    drop(tx);
+                })
+                .detach();
+            let mut builder = Response::builder().status(200);
             for (name, value) in headers {
                 builder = builder.header(name, value);
             }

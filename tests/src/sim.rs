@@ -411,6 +411,42 @@ impl Sim {
                     self.schedule(at, Some(op), Pending::Feed(Input::ResponseEnd { op }));
                 }
             }
+            AgentReply::Grpc {
+                delay,
+                headers,
+                frames,
+                frame_gap,
+                trailers,
+            } => {
+                let mut at = base.saturating_add(delay);
+                self.schedule(
+                    at,
+                    Some(op),
+                    Pending::Feed(Input::ResponseHead {
+                        op,
+                        status: 200,
+                        headers,
+                    }),
+                );
+                for chunk in frames {
+                    at = at.saturating_add(frame_gap);
+                    self.schedule(
+                        at,
+                        Some(op),
+                        Pending::Feed(Input::ResponseBody { op, chunk }),
+                    );
+                }
+                if let Some(trailers) = trailers {
+                    if !trailers.is_empty() {
+                        self.schedule(
+                            at,
+                            Some(op),
+                            Pending::Feed(Input::ResponseTrailers { op, trailers }),
+                        );
+                    }
+                    self.schedule(at, Some(op), Pending::Feed(Input::ResponseEnd { op }));
+                }
+            }
             AgentReply::Cut {
                 delay,
                 headers,
@@ -457,6 +493,7 @@ fn is_response(input: &Input) -> bool {
         input,
         Input::ResponseHead { .. }
             | Input::ResponseBody { .. }
+            | Input::ResponseTrailers { .. }
             | Input::ResponseEnd { .. }
             | Input::TransportFailed { .. }
             | Input::HostReply { .. }

@@ -43,7 +43,9 @@ pub struct EngineConfig {
     /// decode limits and the retry policy (see [`RunConfig`] for each and its default). Its
     /// `seed`, `execution_id` and `events` are chosen per run and ignored here.
     pub run: RunConfig,
-    /// The binding to prefer when a card offers several (default: the card's order).
+    /// The binding to use for every agent; a card without it is an error (default: the order
+    /// of [`a2at_core::a2a::select_endpoint`]: JSON-RPC and HTTP+JSON in card order, gRPC only
+    /// when a card offers nothing else).
     pub preferred_binding: Option<Binding>,
     /// HTTP exchanges in flight at once per agent, across all runs (default 16).
     pub max_in_flight_per_agent: usize,

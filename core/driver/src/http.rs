@@ -1,7 +1,8 @@
 //! The HTTP client: hyper's HTTP/1.1 client connection (`client::conn::http1`) over the
 //! runtime's TCP connections (`TCP_NODELAY` on) and `futures-rustls` (ring provider, webpki
 //! roots, verification on), with a small pool of idle connections per `(scheme, host, port)`;
-//! plus the request and header helpers every sender uses (task traffic, logins, discovery).
+//! HTTP/2 for gRPC exchanges (see [`crate::http2`]); plus the request and header helpers every
+//! sender uses (task traffic, logins, discovery).
 //!
 //! hyper-util's pooled `client-legacy` client is not used: it is written for tokio only, and
 //! this client runs on every [`Runtime`].
@@ -23,13 +24,16 @@ use hyper::client::conn::http1::{SendRequest, handshake};
 use smol_hyper::rt::FuturesIo;
 
 use crate::error::EngineError;
+use crate::http2::Http2Connector;
 use crate::runtime::Runtime;
 use crate::tls::{TlsConfig, client_config};
 
-/// The pooled HTTP/1.1 client of an engine (http and https, TLS verified against the webpki
-/// roots, `TCP_NODELAY` on). Cloning shares the pool and the request counter.
+/// The pooled HTTP client of an engine (http and https, TLS verified against the webpki
+/// roots, `TCP_NODELAY` on): HTTP/1.1, and HTTP/2 for gRPC. Cloning shares the connections and
+/// the request counter.
 pub struct HttpClient<R> {
     connector: Arc<Connector<R>>,
+    http2: Arc<Http2Connector<R>>,
     sent: Arc<AtomicU64>,
 }
 
@@ -37,6 +41,7 @@ impl<R> Clone for HttpClient<R> {
     fn clone(&self) -> Self {
         HttpClient {
             connector: self.connector.clone(),
+            http2: self.http2.clone(),
             sent: self.sent.clone(),
         }
     }
@@ -66,8 +71,10 @@ impl<R: Runtime> HttpClient<R> {
     /// A new client with its own connection pool and the given TLS policy; a policy that cannot
     /// be built (unreadable PEM, a key that does not match) is an error.
     pub fn with_tls(tls: &TlsConfig) -> Result<HttpClient<R>, EngineError> {
+        let config = client_config(tls)?;
         Ok(HttpClient {
-            connector: Arc::new(Connector::new(tls)?),
+            http2: Arc::new(Http2Connector::new(config.clone())),
+            connector: Arc::new(Connector::new(config)),
             sent: Arc::new(AtomicU64::new(0)),
         })
     }
@@ -79,6 +86,16 @@ impl<R: Runtime> HttpClient<R> {
     ) -> Result<http::Response<hyper::body::Incoming>, (TransportErrorKind, String)> {
         self.sent.fetch_add(1, Ordering::Relaxed);
         self.connector.request(request).await
+    }
+
+    /// Sends one request over HTTP/2 (prior knowledge on `http://`, ALPN `h2` on `https://`)
+    /// and waits for the response head; the body ends with the trailers, if any.
+    pub(crate) async fn send_http2(
+        &self,
+        request: http::Request<Full<Bytes>>,
+    ) -> Result<http::Response<hyper::body::Incoming>, (TransportErrorKind, String)> {
+        self.sent.fetch_add(1, Ordering::Relaxed);
+        self.http2.request(request).await
     }
 }
 
@@ -99,12 +116,12 @@ struct Connector<R> {
 }
 
 impl<R: Runtime> Connector<R> {
-    fn new(tls: &TlsConfig) -> Result<Connector<R>, EngineError> {
-        Ok(Connector {
-            tls: TlsConnector::from(Arc::new(client_config(tls)?)),
+    fn new(tls: rustls::ClientConfig) -> Connector<R> {
+        Connector {
+            tls: TlsConnector::from(Arc::new(tls)),
             idle: Arc::default(),
             runtime: PhantomData,
-        })
+        }
     }
 
     /// Sends one request on an idle or new connection and waits for the response head. A

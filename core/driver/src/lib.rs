@@ -1,8 +1,8 @@
 //! # a2at-driver
 //!
 //! The async half of the a2at A2A-T workflow engine that is the same on every runtime: the
-//! [`Engine`] and its builders, the run loop, the HTTP/1.1 client over hyper, TLS over rustls,
-//! credential logins, discovery ([`RegistryClient`], [`PsopClient`]) and the
+//! [`Engine`] and its builders, the run loop, the HTTP/1.1 and HTTP/2 (gRPC) client over hyper,
+//! TLS over rustls, credential logins, discovery ([`RegistryClient`], [`PsopClient`]) and the
 //! [`ExtensionSender`]. It is written once against the small [`Runtime`] trait (clock and
 //! timers, spawn, TCP connect, blocking calls), the way quinn's async crate is written over
 //! its `Runtime` trait.
@@ -76,6 +76,7 @@ mod error;
 mod events;
 mod extension;
 mod http;
+mod http2;
 mod run_loop;
 mod runtime;
 mod tls;

@@ -70,7 +70,8 @@ pub(crate) struct Transport<R> {
 }
 
 impl<R: Runtime> Transport<R> {
-    /// Carries out one exchange, feeding head, body frames and end (or a failure) to `tx`.
+    /// Carries out one exchange, feeding head, body frames, trailers (when the response has
+    /// any) and end (or a failure) to `tx`. HTTP/2 when the request asks for it (gRPC).
     pub(crate) async fn exchange(&self, req: HttpRequest, mut tx: mpsc::Sender<Input>) {
         let op = req.op;
         let fail = |kind: TransportErrorKind, message: String| Input::TransportFailed {
@@ -116,6 +117,7 @@ impl<R: Runtime> Transport<R> {
             tracing::debug!(target: "a2at::protocol", "{}", protolog::format_request(&sent, Channel::Task, &self.log));
             LogContext::of(&sent, Channel::Task)
         });
+        let http2 = req.http2;
         let request = match build_request(http_method(req.method), &req.url, &req.headers, req.body)
         {
             Ok(r) => r,
@@ -125,7 +127,12 @@ impl<R: Runtime> Transport<R> {
                 return;
             }
         };
-        let response = match self.client.send(request).await {
+        let sent = if http2 {
+            self.client.send_http2(request).await
+        } else {
+            self.client.send(request).await
+        };
+        let response = match sent {
             Ok(r) => r,
             Err((kind, message)) => {
                 let _ = tx.send(fail(kind, message)).await;
@@ -173,10 +180,19 @@ impl<R: Runtime> Transport<R> {
                             chunk: data.to_vec(),
                         }
                     }
-                    Err(_trailers) => continue,
+                    Err(frame) => match frame.into_trailers() {
+                        Ok(trailers) => Input::ResponseTrailers {
+                            op,
+                            trailers: header_pairs(&trailers),
+                        },
+                        Err(_) => continue,
+                    },
                 },
             };
-            let last = !matches!(input, Input::ResponseBody { .. });
+            let last = !matches!(
+                input,
+                Input::ResponseBody { .. } | Input::ResponseTrailers { .. }
+            );
             if tx.send(input).await.is_err() || last {
                 return;
             }

@@ -72,6 +72,7 @@ fn request(url: String) -> HttpRequest {
         headers: vec![("A2A-Version".into(), "1.0".into())],
         body: b"{}".to_vec(),
         streaming: true,
+        http2: false,
         correlation: Correlation::default(),
     }
 }

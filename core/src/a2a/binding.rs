@@ -1,16 +1,19 @@
-//! The JSON-RPC and HTTP+JSON (REST) bindings: interface selection (a2a-wire §7.1), request
-//! encoding (§2, §3, §5) and incremental response decoding with error projection (§2.3, §3.1,
-//! §4).
+//! The bindings: interface selection (a2a-wire §7.1), request encoding (§2, §3, §5) and
+//! incremental response decoding with error projection (§2.3, §3.1, §4) for JSON-RPC and
+//! HTTP+JSON (REST); gRPC goes through the same entry points, which delegate to the codec in
+//! [`grpc`](super::grpc).
 //!
 //! Sans-IO: [`encode_call`] returns the bytes and headers to send; the driver feeds the
-//! response head and body chunks into a [`ResponseDecoder`] and acts on the
+//! response head, body chunks and trailers into a [`ResponseDecoder`] and acts on the
 //! [`ResponseItem`]s it produces.
 
 use super::card::{AgentCard, CardError};
 use super::error::{self, Head, ProtocolError, codes};
+use super::grpc::{GrpcEncodeError, GrpcResponseDecoder, encode_grpc_call};
 use super::protojson::{DecodeError, Path, short};
 use super::sse::{SseDecoder, SseError, SseEvent};
 use super::types::{SendMessageRequest, StreamResponse, Task};
+use core::time::Duration;
 use serde_json::{Map, Value};
 
 /// The value of the `A2A-Version` header this client speaks.
@@ -23,28 +26,38 @@ pub enum Binding {
     JsonRpc,
     /// HTTP+JSON / REST (`HTTP+JSON`).
     HttpJson,
+    /// gRPC over HTTP/2 (`GRPC`), service `lf.a2a.v1.A2AService`.
+    Grpc,
 }
 
 impl Binding {
-    /// The card spelling: `JSONRPC` or `HTTP+JSON`.
+    /// The card spelling: `JSONRPC`, `HTTP+JSON` or `GRPC`.
     pub fn as_str(self) -> &'static str {
         match self {
             Binding::JsonRpc => "JSONRPC",
             Binding::HttpJson => "HTTP+JSON",
+            Binding::Grpc => "GRPC",
         }
     }
 
     /// Parses a card `protocolBinding` (case-insensitive); `None` for bindings this client does
-    /// not implement (e.g. `GRPC`).
+    /// not implement.
     pub fn parse(s: &str) -> Option<Binding> {
         let s = s.trim();
         if s.eq_ignore_ascii_case("JSONRPC") {
             Some(Binding::JsonRpc)
         } else if s.eq_ignore_ascii_case("HTTP+JSON") {
             Some(Binding::HttpJson)
+        } else if s.eq_ignore_ascii_case("GRPC") {
+            Some(Binding::Grpc)
         } else {
             None
         }
+    }
+
+    /// Whether requests of this binding travel over HTTP/2 (gRPC) rather than HTTP/1.1.
+    pub fn needs_http2(self) -> bool {
+        self == Binding::Grpc
     }
 }
 
@@ -59,7 +72,8 @@ impl core::fmt::Display for Binding {
 pub struct Endpoint {
     /// The binding.
     pub binding: Binding,
-    /// JSON-RPC endpoint or REST base URL, verbatim from the card.
+    /// JSON-RPC endpoint or REST base URL, verbatim from the card; for gRPC the base URL the
+    /// method paths are appended to (see [`grpc_base_url`]).
     pub url: String,
     /// The interface's tenant.
     pub tenant: Option<String>,
@@ -79,11 +93,92 @@ fn version_rank(v: &str) -> Option<u8> {
     }
 }
 
-/// Chooses the interface to talk to (a2a-wire §7.1): candidates in card order whose binding
-/// this client implements (JSONRPC, HTTP+JSON; case-insensitive) and whose protocol version
-/// has major 1 (an empty version is a last resort; 0.x and other majors are not usable since
-/// v0.3 is not implemented). With `preferred`, the first candidate of that binding or an
-/// error: there is no silent fallback.
+/// The base URL of a gRPC interface, from either form of its card `url`:
+///
+/// * a gRPC target `host:port` (what the Python SDK's servers advertise), optionally written
+///   `dns:///host:port`, or `[v6-address]:port`: plaintext HTTP/2, `http://host:port`;
+/// * an `http://` or `https://` URL with a host, an optional port and an optional path prefix
+///   (kept, without a trailing `/`; the method path `/lf.a2a.v1.A2AService/<Method>` follows
+///   it): `https` means TLS with ALPN `h2`, `http` plaintext HTTP/2 with prior knowledge.
+///
+/// `None` when the value is neither: a bare target needs a port in 1..=65535, a URL may carry
+/// no query, fragment or user info, and other schemes are not usable.
+pub fn grpc_base_url(url: &str) -> Option<String> {
+    let url = url.trim();
+    let lower = url.to_ascii_lowercase();
+    let scheme_len = if lower.starts_with("http://") {
+        Some(7)
+    } else if lower.starts_with("https://") {
+        Some(8)
+    } else {
+        None
+    };
+    let Some(scheme_len) = scheme_len else {
+        let target = url.strip_prefix("dns:///").unwrap_or(url);
+        let (host, Some(port)) = split_host_port(target)? else {
+            return None;
+        };
+        return Some(format!("http://{host}:{port}"));
+    };
+    let rest = &url[scheme_len..];
+    if rest.contains(['?', '#', '@']) {
+        return None;
+    }
+    let (authority, path) = match rest.find('/') {
+        Some(i) => (&rest[..i], rest[i..].trim_end_matches('/')),
+        None => (rest, ""),
+    };
+    let (host, _port) = split_host_port(authority)?;
+    if host.is_empty() || path.contains(char::is_whitespace) {
+        return None;
+    }
+    Some(format!("{}{authority}{path}", &lower[..scheme_len]))
+}
+
+/// Splits `host[:port]` (IPv6 in brackets); the port, when written, must be 1..=65535.
+fn split_host_port(s: &str) -> Option<(&str, Option<u16>)> {
+    let (host, port) = if let Some(rest) = s.strip_prefix('[') {
+        let end = rest.find(']').filter(|e| *e > 0)?;
+        let after = &rest[end + 1..];
+        let port = match after {
+            "" => None,
+            p => Some(p.strip_prefix(':')?),
+        };
+        (&s[..end + 2], port)
+    } else {
+        match s.rsplit_once(':') {
+            Some((h, p)) => (h, Some(p)),
+            None => (s, None),
+        }
+    };
+    let valid_host = !host.is_empty()
+        && host.bytes().all(|b| {
+            b.is_ascii_alphanumeric() || matches!(b, b'-' | b'.' | b'_' | b'[' | b']' | b':')
+        });
+    if !valid_host || (!host.starts_with('[') && host.contains(':')) {
+        return None;
+    }
+    let port = match port {
+        None => None,
+        Some(p) if p.bytes().all(|b| b.is_ascii_digit()) => {
+            Some(p.parse::<u16>().ok().filter(|n| *n != 0)?)
+        }
+        Some(_) => return None,
+    };
+    Some((host, port))
+}
+
+/// Chooses the interface to talk to (a2a-wire §7.1): candidates whose binding this client
+/// implements (JSONRPC, HTTP+JSON, GRPC; case-insensitive) and whose protocol version has
+/// major 1 (0.x and other majors are not usable since v0.3 is not implemented).
+///
+/// Without a preference the order is: JSON-RPC and HTTP+JSON interfaces first, among them a
+/// major-1 version before an empty one and then card order (the agent's preference); gRPC
+/// interfaces only after all of those, ranked the same way among themselves. A gRPC interface
+/// whose `url` is not usable (see [`grpc_base_url`]) is no candidate.
+///
+/// With `preferred`, the first candidate of that binding in the same order, or an error: there
+/// is no silent fallback.
 pub fn select_endpoint(
     card: &AgentCard,
     preferred: Option<Binding>,
@@ -95,10 +190,14 @@ pub fn select_endpoint(
         .filter_map(|(i, iface)| {
             let b = Binding::parse(&iface.protocol_binding)?;
             let rank = version_rank(&iface.protocol_version)?;
-            (!iface.url.trim().is_empty()).then_some((rank, i, b))
+            let usable = match b {
+                Binding::Grpc => grpc_base_url(&iface.url).is_some(),
+                _ => !iface.url.trim().is_empty(),
+            };
+            usable.then_some((rank, i, b))
         })
         .collect();
-    candidates.sort_by_key(|(rank, i, _)| (*rank, *i));
+    candidates.sort_by_key(|(rank, i, b)| (*b == Binding::Grpc, *rank, *i));
     let offered = || {
         let list: Vec<String> = card
             .supported_interfaces
@@ -131,9 +230,13 @@ pub fn select_endpoint(
             })?,
     };
     let iface = &card.supported_interfaces[chosen.1];
+    let url = match chosen.2 {
+        Binding::Grpc => grpc_base_url(&iface.url).unwrap_or_default(),
+        _ => iface.url.trim().to_owned(),
+    };
     Ok(Endpoint {
         binding: chosen.2,
-        url: iface.url.trim().to_owned(),
+        url,
         tenant: iface.tenant.clone().filter(|t| !t.is_empty()),
         protocol_version: iface.protocol_version.clone(),
     })
@@ -303,12 +406,38 @@ fn compact(v: &Value) -> Vec<u8> {
     serde_json::to_vec(v).unwrap_or_default()
 }
 
-/// Encodes one call for the endpoint's binding. `rpc_id` is the JSON-RPC id (ignored for
-/// REST); `extensions` become the `A2A-Extensions` header (see [`extensions_header`]).
+/// Encodes one call for the endpoint's binding. `rpc_id` is the JSON-RPC id (ignored by the
+/// other bindings); `extensions` become the `A2A-Extensions` header (see
+/// [`extensions_header`]); `deadline` is the time left for the call, sent as `grpc-timeout` on
+/// gRPC and not sent by the JSON bindings.
 ///
 /// Tenant: the request's own `tenant` if set, else the endpoint's; JSON-RPC puts it into
-/// `params.tenant`, REST into the path prefix `{base}/{tenant}/…` and the body.
+/// `params.tenant`, REST into the path prefix `{base}/{tenant}/…` and the body, gRPC into the
+/// request message's `tenant` field.
+///
+/// gRPC: a `POST` of the framed message to `{base}/lf.a2a.v1.A2AService/<Method>` with the
+/// metadata of [`encode_grpc_call`]; it fails only for a message too large to frame (4 GiB).
+/// The JSON bindings never fail.
 pub fn encode_call(
+    endpoint: &Endpoint,
+    call: &A2aCall<'_>,
+    rpc_id: &str,
+    extensions: &[String],
+    deadline: Option<Duration>,
+) -> Result<EncodedRequest, GrpcEncodeError> {
+    if endpoint.binding == Binding::Grpc {
+        let g = encode_grpc_call(call, endpoint.tenant.as_deref(), extensions, deadline)?;
+        return Ok(EncodedRequest {
+            method: HttpMethod::Post,
+            url: format!("{}{}", endpoint.url.trim_end_matches('/'), g.path),
+            headers: g.headers,
+            body: g.body,
+        });
+    }
+    Ok(encode_json_call(endpoint, call, rpc_id, extensions))
+}
+
+fn encode_json_call(
     endpoint: &Endpoint,
     call: &A2aCall<'_>,
     rpc_id: &str,
@@ -323,7 +452,7 @@ pub fn encode_call(
     };
     let kind = call.kind();
     let (method, url, body): (HttpMethod, String, Option<Value>) = match endpoint.binding {
-        Binding::JsonRpc => {
+        Binding::JsonRpc | Binding::Grpc => {
             let params = match call {
                 A2aCall::SendMessage(r) | A2aCall::SendStreamingMessage(r) => {
                     r.to_json_with_tenant(tenant)
@@ -499,6 +628,10 @@ enum Mode {
 
 /// Incremental decoder of one HTTP response to one [`A2aCall`].
 ///
+/// For a gRPC endpoint it is a [`GrpcResponseDecoder`]: the same items, with the status taken
+/// from the trailers ([`ResponseDecoder::on_trailers`]); a response that ends without a
+/// status is malformed. The JSON bindings ignore trailers.
+///
 /// SSE versus JSON is decided by the response `Content-Type` (`text/event-stream` ⇒ SSE), not
 /// by the call kind: a streaming call may get a plain JSON error. A 2xx response without a
 /// `Content-Type` is read as SSE for streaming calls and as JSON otherwise. A non-2xx response
@@ -515,6 +648,7 @@ pub struct ResponseDecoder {
     mode: Mode,
     events: usize,
     sse_out: Vec<SseEvent>,
+    grpc: Option<Box<GrpcResponseDecoder>>,
 }
 
 impl ResponseDecoder {
@@ -531,11 +665,25 @@ impl ResponseDecoder {
             mode: Mode::Undecided,
             events: 0,
             sse_out: Vec::new(),
+            grpc: (binding == Binding::Grpc)
+                .then(|| Box::new(GrpcResponseDecoder::new(kind, limits))),
+        }
+    }
+
+    /// Feeds the response trailers (gRPC: they carry the call's status); ignored by the JSON
+    /// bindings.
+    pub fn on_trailers(&mut self, trailers: &[(String, String)], out: &mut Vec<ResponseItem>) {
+        if let Some(g) = &mut self.grpc {
+            g.on_trailers(trailers, out);
         }
     }
 
     /// Records the status line and headers (names compared case-insensitively).
     pub fn on_head(&mut self, status: u16, headers: &[(String, String)]) {
+        if let Some(g) = &mut self.grpc {
+            g.on_head(status, headers);
+            return;
+        }
         self.status = Some(status);
         self.head.status = Some(status);
         for (k, v) in headers {
@@ -575,6 +723,10 @@ impl ResponseDecoder {
 
     /// Feeds body bytes; SSE events are pushed as soon as they are complete.
     pub fn on_body(&mut self, chunk: &[u8], out: &mut Vec<ResponseItem>) {
+        if let Some(g) = &mut self.grpc {
+            g.on_body(chunk, out);
+            return;
+        }
         self.decide();
         match &mut self.mode {
             Mode::Sse(sse) => {
@@ -604,6 +756,10 @@ impl ResponseDecoder {
 
     /// Ends the response; always pushes exactly one [`ResponseItem::End`] last (once).
     pub fn on_end(&mut self, out: &mut Vec<ResponseItem>) {
+        if let Some(g) = &mut self.grpc {
+            g.on_end(out);
+            return;
+        }
         self.decide();
         match core::mem::replace(&mut self.mode, Mode::Ended) {
             Mode::Sse(mut sse) => {
@@ -665,7 +821,7 @@ impl ResponseDecoder {
                 Ok(r) => r,
                 Err(why) => return malformed(why),
             },
-            Binding::HttpJson => {
+            Binding::HttpJson | Binding::Grpc => {
                 // Tolerate a JSON-RPC-wrapped event on a REST stream.
                 if obj.contains_key("jsonrpc") && obj.contains_key("result") {
                     match self.rpc_result(obj) {
@@ -745,7 +901,7 @@ impl ResponseDecoder {
                     return;
                 }
             },
-            Binding::HttpJson => &v,
+            Binding::HttpJson | Binding::Grpc => &v,
         };
         if self.kind == CallKind::ListTasks {
             self.push_listed_tasks(payload, out);

@@ -32,7 +32,7 @@ pub enum CardError {
     },
     /// No interface has a binding and version this client implements.
     #[error(
-        "agent {agent:?} offers no usable interface: need JSONRPC or HTTP+JSON with protocol version 1.x (offered: {offered})"
+        "agent {agent:?} offers no usable interface: need JSONRPC, HTTP+JSON or GRPC (with a usable target) with protocol version 1.x (offered: {offered})"
     )]
     NoUsableInterface {
         /// The agent name.

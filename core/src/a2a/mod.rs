@@ -1,4 +1,4 @@
-//! A2A protocol v1.0 client types and codecs: ProtoJSON types, JSON-RPC and HTTP+JSON bindings, SSE, error envelopes, AgentCards.
+//! A2A protocol v1.0 client types and codecs: ProtoJSON types, JSON-RPC, HTTP+JSON and gRPC bindings, SSE, error envelopes, AgentCards.
 //!
 //! * [`types`]: the data model with tolerant ProtoJSON reading (v0.3 shapes included) and
 //!   strict v1.0 writing.

@@ -125,7 +125,7 @@ impl Transcript {
                     CallKind::SendMessage
                 }
             }
-            Binding::HttpJson => {
+            Binding::HttpJson | Binding::Grpc => {
                 let l = self.request_line.as_str();
                 if l.contains(":stream") {
                     CallKind::SendStreamingMessage

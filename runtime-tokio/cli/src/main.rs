@@ -101,7 +101,9 @@ enum Command {
         login_timeout_secs: Option<u64>,
         #[command(flatten)]
         tls: discover_cmd::TlsArgs,
-        /// Prefer this binding when an agent offers several.
+        /// Use this binding for every agent (an agent that does not offer it is an error);
+        /// without it JSON-RPC and REST interfaces are taken in card order, gRPC only when an
+        /// agent offers nothing else.
         #[arg(long, value_enum)]
         binding: Option<BindingArg>,
         /// Budget of each task activation in seconds (default 600).
@@ -133,6 +135,7 @@ enum Command {
 enum BindingArg {
     Jsonrpc,
     Rest,
+    Grpc,
 }
 
 #[derive(Clone, Copy, ValueEnum)]
@@ -191,6 +194,7 @@ fn main() -> ExitCode {
             binding: binding.map(|b| match b {
                 BindingArg::Jsonrpc => a2at_core::a2a::Binding::JsonRpc,
                 BindingArg::Rest => a2at_core::a2a::Binding::HttpJson,
+                BindingArg::Grpc => a2at_core::a2a::Binding::Grpc,
             }),
             task_budget: task_budget_secs.map(std::time::Duration::from_secs),
         }),

@@ -9,12 +9,48 @@ use serde_json::{Value, json};
 #[test]
 #[ignore = "needs the Python interop peers: run tests/run"]
 fn the_cli_runs_a_workflow_against_python_agents_from_a_host_policy_file() {
+    let cards: Vec<Value> = peers().cards.iter().map(|c| c.to_json()).collect();
+    run_against_peers("default", cards, &[]);
+}
+
+#[test]
+#[ignore = "needs the Python interop peers: run tests/run"]
+fn the_cli_runs_the_workflow_over_grpc_when_asked_or_when_agents_offer_only_grpc() {
+    let cards: Vec<Value> = peers().cards.iter().map(|c| c.to_json()).collect();
+    // The JSON interfaces point at a closed port: only gRPC can succeed.
+    let json_broken: Vec<Value> = cards
+        .iter()
+        .cloned()
+        .map(|mut c| {
+            for i in c["supportedInterfaces"].as_array_mut().unwrap() {
+                if i["protocolBinding"] != "GRPC" {
+                    i["url"] = json!("http://127.0.0.1:9/closed");
+                }
+            }
+            c
+        })
+        .collect();
+    run_against_peers("preferred", json_broken, &["--binding", "grpc"]);
+    let grpc_only: Vec<Value> = cards
+        .into_iter()
+        .map(|mut c| {
+            c["supportedInterfaces"]
+                .as_array_mut()
+                .unwrap()
+                .retain(|i| i["protocolBinding"] == "GRPC");
+            c
+        })
+        .collect();
+    run_against_peers("grpc-only", grpc_only, &[]);
+}
+
+/// Runs the two-step workflow with `a2at run` and checks its outputs.
+fn run_against_peers(label: &str, cards: Vec<Value>, args: &[&str]) {
     let scratch = tempfile::Builder::new()
-        .prefix("a2at-interop-cli-")
+        .prefix(&format!("a2at-interop-cli-{label}-"))
         .tempdir()
         .unwrap();
     let dir = scratch.path();
-    let cards: Vec<Value> = peers().cards.iter().map(|c| c.to_json()).collect();
     let files = [
         ("cards.json", Value::Array(cards)),
         (
@@ -44,13 +80,14 @@ fn the_cli_runs_a_workflow_against_python_agents_from_a_host_policy_file() {
         .args(["--cards", dir.join("cards.json").to_str().unwrap()])
         .args(["--host", dir.join("host.json").to_str().unwrap()])
         .args(["--result", dir.join("result.json").to_str().unwrap()])
+        .args(args)
         .output()
         .unwrap();
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert_eq!(
         out.status.code(),
         Some(0),
-        "{stdout}\n{}",
+        "{label}: {stdout}\n{}",
         String::from_utf8_lossy(&out.stderr)
     );
     let result: Value =

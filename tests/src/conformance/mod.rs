@@ -348,6 +348,21 @@ impl Driver for SimDriver {
     }
 }
 
+/// Driver `D` with every scripted agent speaking gRPC ([`ScriptedAgent::grpc`]), whatever
+/// binding the scenario gave it. [`check`] still compares with the simulator on the scenario as
+/// written, so a scenario passing here gives over gRPC what it gives over JSON-RPC or REST.
+pub struct OnGrpc<D>(std::marker::PhantomData<D>);
+
+impl<D: Driver> Driver for OnGrpc<D> {
+    const NAME: &'static str = D::NAME;
+
+    fn execute(s: &Scenario) -> Execution {
+        let mut s = s.clone();
+        s.agents = s.agents.into_iter().map(ScriptedAgent::grpc).collect();
+        D::execute(&s)
+    }
+}
+
 /// A boxed sleep of the driver's runtime.
 pub type Sleep = fn(Duration) -> Pin<Box<dyn Future<Output = ()> + Send>>;
 

@@ -88,22 +88,28 @@ pub fn a_card_that_requires_auth_is_never_called_without_credentials<T: TestRunt
 
 pub fn a_static_encrypted_token_is_sent_as_a_bearer_header<T: TestRuntime>() {
     T::block_on(async {
-        let server = LoopbackServer::start(vec![ScriptedAgent::new("alpha")]).await;
-        let (schemes, reqs) = bearer();
-        let key = CredentialKey::from_hex(&"ab".repeat(32)).unwrap();
-        let enc = encrypt_value("s3cr3t-token", &key, [7u8; 12]);
-        let creds = CredentialsConfig::from_json_value(
-            &json!({"alpha": {"bearer": {"token": enc}}}),
-            Some(&key),
-        )
-        .unwrap();
-        let engine = Engine::<T>::builder(secured(&server, schemes, reqs))
-            .credentials(creds)
-            .build()
+        // On gRPC the header travels as `authorization` metadata.
+        for agent in [
+            ScriptedAgent::new("alpha"),
+            ScriptedAgent::new("alpha").grpc(),
+        ] {
+            let server = LoopbackServer::start(vec![agent]).await;
+            let (schemes, reqs) = bearer();
+            let key = CredentialKey::from_hex(&"ab".repeat(32)).unwrap();
+            let enc = encrypt_value("s3cr3t-token", &key, [7u8; 12]);
+            let creds = CredentialsConfig::from_json_value(
+                &json!({"alpha": {"bearer": {"token": enc}}}),
+                Some(&key),
+            )
             .unwrap();
-        assert!(run_once(&engine).await.success);
-        let sent = server.requests_to("alpha", "SendMessage");
-        assert_eq!(sent[0].header("Authorization"), Some("Bearer s3cr3t-token"));
+            let engine = Engine::<T>::builder(secured(&server, schemes, reqs))
+                .credentials(creds)
+                .build()
+                .unwrap();
+            assert!(run_once(&engine).await.success);
+            let sent = server.requests_to("alpha", "SendMessage");
+            assert_eq!(sent[0].header("Authorization"), Some("Bearer s3cr3t-token"));
+        }
     })
 }
 

@@ -138,69 +138,71 @@ fn echo_host() -> Arc<BuiltControlPoint> {
 
 pub fn ack_then_notifications_then_host_close<T: TestRuntime>() {
     T::block_on(async {
-        let script = NotifyScript::new(
-            vec![
-                E::Task(WORKING),
-                E::Status(WORKING, "alarm 1"),
-                E::Status(WORKING, "alarm 2"),
-                E::Artifact("report-1", false),
-                E::Artifact("+report-2", true),
-            ],
-            StreamEnding::StayOpen,
-        );
-        let server = LoopbackServer::start(vec![ext_agent("noc").then(Plan::Notify(script))]).await;
-        let sender = sender::<T>(&server);
-        let (seen, listener) = recorder::<T>();
-        let sub = sender
-            .open_notification("noc", notify_content(), listener)
-            .expect("preconditions hold");
-        assert_eq!(sub.agent_name(), "noc");
-        assert!(!sub.context_id().is_empty());
-        within::<T, _>("ack", sub.acknowledgement())
-            .await
-            .expect("acknowledged");
-        eventually::<T>("5 notifications", || seen.lock().unwrap().len() == 5).await;
-        let hb = sub.heartbeat();
-        assert_eq!(hb.event_count, 5);
-        assert!(hb.active && hb.last_event_at.is_some());
-        assert!(sub.is_healthy(Duration::from_secs(60)));
-        {
-            let seen = seen.lock().unwrap();
-            assert_eq!(seen[0].task_state, Some(TaskState::Working));
-            let m = seen[1].message.as_ref().expect("status message");
-            assert_eq!(m.metadata.as_ref().unwrap()["notification"], "alarm 1");
-            // TR-8: the appended delta is assembled into one artifact.
-            let parts: Vec<_> = seen[4].artifacts[0]
-                .parts
-                .iter()
-                .filter_map(|p| p.as_text())
-                .collect();
-            assert_eq!(parts, ["report-1", "+report-2"]);
-            assert!(
-                seen.iter()
-                    .all(|m| m.context_id.as_deref() == Some(sub.context_id()))
+        for agent in [ext_agent("noc"), ext_agent("noc").grpc()] {
+            let script = NotifyScript::new(
+                vec![
+                    E::Task(WORKING),
+                    E::Status(WORKING, "alarm 1"),
+                    E::Status(WORKING, "alarm 2"),
+                    E::Artifact("report-1", false),
+                    E::Artifact("+report-2", true),
+                ],
+                StreamEnding::StayOpen,
+            );
+            let server = LoopbackServer::start(vec![agent.then(Plan::Notify(script))]).await;
+            let sender = sender::<T>(&server);
+            let (seen, listener) = recorder::<T>();
+            let sub = sender
+                .open_notification("noc", notify_content(), listener)
+                .expect("preconditions hold");
+            assert_eq!(sub.agent_name(), "noc");
+            assert!(!sub.context_id().is_empty());
+            within::<T, _>("ack", sub.acknowledgement())
+                .await
+                .expect("acknowledged");
+            eventually::<T>("5 notifications", || seen.lock().unwrap().len() == 5).await;
+            let hb = sub.heartbeat();
+            assert_eq!(hb.event_count, 5);
+            assert!(hb.active && hb.last_event_at.is_some());
+            assert!(sub.is_healthy(Duration::from_secs(60)));
+            {
+                let seen = seen.lock().unwrap();
+                assert_eq!(seen[0].task_state, Some(TaskState::Working));
+                let m = seen[1].message.as_ref().expect("status message");
+                assert_eq!(m.metadata.as_ref().unwrap()["notification"], "alarm 1");
+                // TR-8: the appended delta is assembled into one artifact.
+                let parts: Vec<_> = seen[4].artifacts[0]
+                    .parts
+                    .iter()
+                    .filter_map(|p| p.as_text())
+                    .collect();
+                assert_eq!(parts, ["report-1", "+report-2"]);
+                assert!(
+                    seen.iter()
+                        .all(|m| m.context_id.as_deref() == Some(sub.context_id()))
+                );
+            }
+            sub.close();
+            sub.close();
+            assert_eq!(
+                within::<T, _>("completion", sub.completion())
+                    .await
+                    .unwrap(),
+                SubscriptionCompletion::Closed
+            );
+            assert!(!sub.heartbeat().active);
+            sub.close();
+            let reqs = server.requests("noc");
+            assert_eq!(reqs.len(), 1);
+            assert_eq!(reqs[0].method, "SendStreamingMessage");
+            assert_eq!(reqs[0].header("A2A-Extensions"), Some(NOTIFICATION_T_URI));
+            let msg = reqs[0].message().unwrap();
+            assert_eq!(msg["contextId"], sub.context_id());
+            assert_eq!(
+                msg["metadata"]["templateUri"],
+                "Notification-T/alarm-subscription/v1"
             );
         }
-        sub.close();
-        sub.close();
-        assert_eq!(
-            within::<T, _>("completion", sub.completion())
-                .await
-                .unwrap(),
-            SubscriptionCompletion::Closed
-        );
-        assert!(!sub.heartbeat().active);
-        sub.close();
-        let reqs = server.requests("noc");
-        assert_eq!(reqs.len(), 1);
-        assert_eq!(reqs[0].method, "SendStreamingMessage");
-        assert_eq!(reqs[0].header("A2A-Extensions"), Some(NOTIFICATION_T_URI));
-        let msg = reqs[0].message().unwrap();
-        assert_eq!(msg["contextId"], sub.context_id());
-        assert_eq!(
-            msg["metadata"]["templateUri"],
-            "Notification-T/alarm-subscription/v1"
-        );
     });
 }
 
@@ -338,7 +340,11 @@ pub fn closing_before_the_ack_fails_it_and_the_listener_may_close_at_once<T: Tes
 
 pub fn a_dropped_connection_reattaches_with_subscribe_to_task<T: TestRuntime>() {
     T::block_on(async {
-        for agent in [ext_agent("noc"), ext_agent("noc").rest()] {
+        for agent in [
+            ext_agent("noc"),
+            ext_agent("noc").rest(),
+            ext_agent("noc").grpc(),
+        ] {
             let script = NotifyScript::new(
                 vec![E::Task(WORKING), E::Status(WORKING, "before")],
                 StreamEnding::Drop,
@@ -463,62 +469,64 @@ pub fn preconditions_fail_before_any_request<T: TestRuntime>() {
 
 pub fn authorization_success_failure_rejection_and_polling<T: TestRuntime>() {
     T::block_on(async {
-        let server = LoopbackServer::start(vec![
-            ext_agent("auth")
-                .then(Plan::States(vec![COMPLETED]))
-                .then(Plan::States(vec!["TASK_STATE_FAILED"]))
-                .then(Plan::Reject {
-                    status: 403,
-                    code: -32600,
-                    reason: "POLICY_DENIED",
-                })
-                .then(Plan::States(vec![WORKING, WORKING, COMPLETED])),
-        ])
-        .await;
-        let sender = sender::<T>(&server);
+        for agent in [ext_agent("auth"), ext_agent("auth").grpc()] {
+            let server = LoopbackServer::start(vec![
+                agent
+                    .then(Plan::States(vec![COMPLETED]))
+                    .then(Plan::States(vec!["TASK_STATE_FAILED"]))
+                    .then(Plan::Reject {
+                        status: 403,
+                        code: -32600,
+                        reason: "POLICY_DENIED",
+                    })
+                    .then(Plan::States(vec![WORKING, WORKING, COMPLETED])),
+            ])
+            .await;
+            let sender = sender::<T>(&server);
 
-        let ok = sender
-            .send_authorization("auth", auth_content())
-            .await
-            .unwrap();
-        assert!(ok.success, "{ok:?}");
-        assert_eq!(ok.task_state, Some(TaskState::Completed));
-        assert_eq!(ok.text, "done: grant energy saving");
-        assert_eq!(ok.received_messages.len(), 1);
-        let first = &server.requests("auth")[0];
-        // Blocking SendMessage even though the agent streams.
-        assert_eq!(first.method, "SendMessage");
-        assert_eq!(first.header("A2A-Extensions"), Some(AUTHORIZATION_T_URI));
-        assert_eq!(
-            first.message().unwrap()["contextId"],
-            ok.context_id.as_str()
-        );
+            let ok = sender
+                .send_authorization("auth", auth_content())
+                .await
+                .unwrap();
+            assert!(ok.success, "{ok:?}");
+            assert_eq!(ok.task_state, Some(TaskState::Completed));
+            assert_eq!(ok.text, "done: grant energy saving");
+            assert_eq!(ok.received_messages.len(), 1);
+            let first = &server.requests("auth")[0];
+            // Blocking SendMessage even though the agent streams.
+            assert_eq!(first.method, "SendMessage");
+            assert_eq!(first.header("A2A-Extensions"), Some(AUTHORIZATION_T_URI));
+            assert_eq!(
+                first.message().unwrap()["contextId"],
+                ok.context_id.as_str()
+            );
 
-        let failed = sender
-            .send_authorization("auth", auth_content())
-            .await
-            .unwrap();
-        assert!(!failed.success);
-        assert_eq!(failed.failure_code.as_deref(), Some("remote.task_failed"));
-        assert_ne!(
-            failed.context_id, ok.context_id,
-            "a fresh context per operation"
-        );
+            let failed = sender
+                .send_authorization("auth", auth_content())
+                .await
+                .unwrap();
+            assert!(!failed.success);
+            assert_eq!(failed.failure_code.as_deref(), Some("remote.task_failed"));
+            assert_ne!(
+                failed.context_id, ok.context_id,
+                "a fresh context per operation"
+            );
 
-        let rejected = sender
-            .send_authorization("auth", auth_content())
-            .await
-            .unwrap();
-        assert_eq!(rejected.failure_code.as_deref(), Some("a2a.policy_denied"));
-        assert_eq!(rejected.task_id, None);
+            let rejected = sender
+                .send_authorization("auth", auth_content())
+                .await
+                .unwrap();
+            assert_eq!(rejected.failure_code.as_deref(), Some("a2a.policy_denied"));
+            assert_eq!(rejected.task_id, None);
 
-        let polled = sender
-            .send_authorization("auth", auth_content())
-            .await
-            .unwrap();
-        assert!(polled.success, "{polled:?}");
-        assert!(server.requests_to("auth", "GetTask").len() >= 2);
-        assert!(server.requests_to("auth", "CancelTask").is_empty());
+            let polled = sender
+                .send_authorization("auth", auth_content())
+                .await
+                .unwrap();
+            assert!(polled.success, "{polled:?}");
+            assert!(server.requests_to("auth", "GetTask").len() >= 2);
+            assert!(server.requests_to("auth", "CancelTask").is_empty());
+        }
     });
 }
 

@@ -82,6 +82,26 @@ pub async fn run_fan_out<T: TestRuntime>(agents: Vec<ScriptedAgent>) {
         engine.http_client().requests_sent(),
         server.total_requests()
     );
+    let grpc = server.requests("alpha").first().is_some_and(|r| r.grpc);
+    let http2 = if grpc { server.total_requests() } else { 0 };
+    assert_eq!(server.http2_requests(), http2, "HTTP/2 exactly for gRPC");
+    for r in server
+        .requests("alpha")
+        .iter()
+        .chain(&server.requests("beta"))
+    {
+        assert_eq!(r.grpc, grpc, "{r:?}");
+        if grpc {
+            assert_eq!(r.header("content-type"), Some("application/grpc"));
+            assert_eq!(r.header("te"), Some("trailers"));
+            assert_eq!(r.header("a2a-version"), Some("1.0"));
+            let timeout = r.header("grpc-timeout").expect("a deadline");
+            assert!(
+                timeout.ends_with('m') || timeout.ends_with('u'),
+                "{timeout}"
+            );
+        }
+    }
 }
 
 pub fn fan_out_and_routing_complete_over_jsonrpc_unary<T: TestRuntime>() {
@@ -109,5 +129,19 @@ pub fn fan_out_and_routing_complete_over_rest_streaming<T: TestRuntime>() {
     T::block_on(run_fan_out::<T>(vec![
         ScriptedAgent::new("alpha").rest().streaming(),
         ScriptedAgent::new("beta").rest().streaming(),
+    ]));
+}
+
+pub fn fan_out_and_routing_complete_over_grpc_unary<T: TestRuntime>() {
+    T::block_on(run_fan_out::<T>(vec![
+        ScriptedAgent::new("alpha").grpc(),
+        ScriptedAgent::new("beta").grpc(),
+    ]));
+}
+
+pub fn fan_out_and_routing_complete_over_grpc_streaming<T: TestRuntime>() {
+    T::block_on(run_fan_out::<T>(vec![
+        ScriptedAgent::new("alpha").grpc().streaming(),
+        ScriptedAgent::new("beta").grpc().streaming(),
     ]));
 }

@@ -118,9 +118,10 @@ fn one_step(agent: &str, text: &str) -> a2at_core::workflow::ValidatedWorkflow {
     .expect("valid workflow")
 }
 
-const BINDINGS: [Binding; 2] = [Binding::JsonRpc, Binding::HttpJson];
+/// Every binding the peers serve (each card lists gRPC last, as a bare `host:port` target).
+const BINDINGS: [Binding; 3] = [Binding::JsonRpc, Binding::HttpJson, Binding::Grpc];
 
-pub fn a_blocking_agent_completes_on_both_bindings<T: TestRuntime>() {
+pub fn a_blocking_agent_completes_on_every_binding<T: TestRuntime>() {
     T::block_on(async {
         for binding in BINDINGS {
             let r = engine::<T>(binding)
@@ -141,7 +142,7 @@ pub fn a_blocking_agent_completes_on_both_bindings<T: TestRuntime>() {
     });
 }
 
-pub fn a_streaming_agent_delivers_assembled_artifact_chunks_on_both_bindings<T: TestRuntime>() {
+pub fn a_streaming_agent_delivers_assembled_artifact_chunks_on_every_binding<T: TestRuntime>() {
     T::block_on(async {
         for binding in BINDINGS {
             let r = engine::<T>(binding)
@@ -161,7 +162,7 @@ pub fn a_streaming_agent_delivers_assembled_artifact_chunks_on_both_bindings<T: 
     });
 }
 
-pub fn an_input_required_negotiation_round_trip_completes_on_both_bindings<T: TestRuntime>() {
+pub fn an_input_required_negotiation_round_trip_completes_on_every_binding<T: TestRuntime>() {
     T::block_on(async {
         for binding in BINDINGS {
             let r = engine::<T>(binding)
@@ -215,10 +216,11 @@ fn cards_claiming_streaming(agent: &str, streaming: bool) -> Vec<AgentCard> {
         .collect()
 }
 
-pub fn a_rejected_call_projects_the_error_envelope_on_both_bindings<T: TestRuntime>() {
+pub fn a_rejected_call_projects_the_error_envelope_on_every_binding<T: TestRuntime>() {
     // Claim streaming for the blocking echo agent: the server rejects the streaming call before
-    // creating a task, with the standard error envelope.
+    // creating a task, with the standard error envelope (gRPC: status and ErrorInfo).
     T::block_on(async {
+        let mut codes = Vec::new();
         for binding in BINDINGS {
             let engine = Engine::<T>::builder(cards_claiming_streaming("echo", true))
                 .preferred_binding(binding)
@@ -231,7 +233,28 @@ pub fn a_rejected_call_projects_the_error_envelope_on_both_bindings<T: TestRunti
             let code = r.history[0].error_code.clone().unwrap();
             assert!(code.starts_with("a2a."), "{binding:?}: {code}");
             assert!(r.history[0].remote_task_id.is_none());
+            codes.push((
+                binding,
+                code,
+                r.history[0].error_details.clone(),
+                r.history[0].error.clone(),
+            ));
         }
+        // The SDK's gRPC handler sends the reason in an ErrorInfo in grpc-status-details-bin:
+        // the same code as the JSON bindings, so the host cannot tell which binding failed.
+        assert_eq!(codes[0].1, "a2a.unsupported_operation", "{codes:?}");
+        assert!(codes.iter().all(|c| c.1 == codes[0].1), "{codes:?}");
+        assert!(codes.iter().all(|c| c.3 == codes[0].3), "{codes:?}");
+        let grpc = &codes[2];
+        assert_eq!(grpc.0, Binding::Grpc);
+        let details = grpc.2.as_ref().expect("details");
+        assert_eq!(details["reason"], "UNSUPPORTED_OPERATION", "{details}");
+        let info = &details["details"][0];
+        assert_eq!(
+            info["@type"], "type.googleapis.com/google.rpc.ErrorInfo",
+            "the reason came from an ErrorInfo, not from the message: {details}"
+        );
+        assert_eq!(info["domain"], "a2a-protocol.org", "{details}");
     });
 }
 
@@ -264,7 +287,7 @@ fn remote_state(card: &AgentCard, task_id: &str) -> String {
         .to_owned()
 }
 
-pub fn cancelling_midway_cancels_the_remote_task_on_both_bindings<T: TestRuntime>() {
+pub fn cancelling_midway_cancels_the_remote_task_on_every_binding<T: TestRuntime>() {
     T::block_on(async {
         for binding in BINDINGS {
             let mut handle = engine::<T>(binding)
@@ -363,7 +386,8 @@ pub fn an_answer_in_the_final_status_message_is_the_output_blocking_and_streamin
 pub fn a_stream_reset_by_the_network_after_the_task_is_known_still_succeeds<T: TestRuntime>() {
     use crate::fault_proxy::{FaultPlan, FaultProxy};
     T::block_on(async {
-        for binding in BINDINGS {
+        // The fault proxy counts SSE events of HTTP/1.1 responses: the JSON bindings only.
+        for binding in [Binding::JsonRpc, Binding::HttpJson] {
             let card = peers().cards.iter().find(|c| c.name == "paced").unwrap();
             let url = card
                 .supported_interfaces
@@ -417,5 +441,83 @@ pub fn a_stream_reset_by_the_network_after_the_task_is_known_still_succeeds<T: T
                 "{binding:?}: nothing cancelled"
             );
         }
+    });
+}
+
+/// The peers' cards with every interface but gRPC removed.
+fn grpc_only_cards() -> Vec<AgentCard> {
+    peers()
+        .cards
+        .iter()
+        .cloned()
+        .map(|mut c| {
+            c.supported_interfaces
+                .retain(|i| i.protocol_binding == "GRPC");
+            c
+        })
+        .collect()
+}
+
+pub fn agents_offering_only_grpc_run_without_a_preference<T: TestRuntime>() {
+    T::block_on(async {
+        let engine = Engine::<T>::builder(grpc_only_cards())
+            .task_budget(Duration::from_secs(30))
+            .build()
+            .expect("a gRPC-only card is usable");
+        let wf = parse_and_validate(
+            &json!({"steps": [
+                {"name": "a", "subtasks": [{"agent": "echo", "description": "hello"},
+                                           {"agent": "streamer", "description": "go"}],
+                 "next": [{"step": "b"}]},
+                {"name": "b", "subtasks": [{"agent": "negotiator", "description": "n"}]}
+            ]})
+            .to_string(),
+        )
+        .unwrap();
+        let r = engine
+            .execute(wf, RunStart::default(), Arc::new(host()))
+            .await;
+        assert!(r.success, "{:?}", r.history);
+        assert_eq!(r.step_outputs["a"]["hello"], vec![json!("echo: hello")]);
+        assert_eq!(
+            r.step_outputs["a"]["go"],
+            vec![json!("chunk1 "), json!("chunk2: go")]
+        );
+        assert_eq!(
+            r.step_outputs["b"]["n"],
+            vec![json!("agreed after 2 rounds")]
+        );
+    });
+}
+
+pub fn grpc_stream_events_arrive_as_their_frames_do<T: TestRuntime>() {
+    // `paced` pauses 0.3 s between its chunks: the first chunk's event must reach the event
+    // sink well before the run ends, not all at once at the end of the stream.
+    T::block_on(async {
+        let seen = Arc::new(Mutex::new(Vec::new()));
+        let seen2 = seen.clone();
+        let r = engine::<T>(Binding::Grpc)
+            .run(one_step("paced", "go"), Arc::new(host()))
+            .event_sink(move |e| {
+                seen2
+                    .lock()
+                    .unwrap()
+                    .push((e.type_str(), std::time::Instant::now()))
+            })
+            .execute()
+            .await;
+        assert!(r.success, "{:?}", r.history);
+        let seen = seen.lock().unwrap();
+        let first_update = seen
+            .iter()
+            .find(|(t, _)| t.starts_with("agent_"))
+            .expect("an agent event")
+            .1;
+        let close = seen.last().expect("close").1;
+        assert!(
+            close.duration_since(first_update) >= Duration::from_millis(250),
+            "events were delivered together at the end: {:?}",
+            seen.iter().map(|(t, _)| *t).collect::<Vec<_>>()
+        );
     });
 }

@@ -57,7 +57,7 @@ macro_rules! extension_suite {
     };
 }
 
-/// Instantiates the http runs suite (workflows over loopback HTTP on both bindings) on a
+/// Instantiates the http runs suite (workflows over loopback HTTP on every binding) on a
 /// [`TestRuntime`](crate::runtime::TestRuntime).
 #[macro_export]
 macro_rules! http_runs_suite {
@@ -70,6 +70,8 @@ macro_rules! http_runs_suite {
                 fan_out_and_routing_complete_over_jsonrpc_streaming,
                 fan_out_and_routing_complete_over_rest_unary,
                 fan_out_and_routing_complete_over_rest_streaming,
+                fan_out_and_routing_complete_over_grpc_unary,
+                fan_out_and_routing_complete_over_grpc_streaming,
             ]
         );
     };
@@ -85,23 +87,27 @@ macro_rules! interop_suite {
             interop,
             [
                 #[ignore = "needs the Python interop peers: run tests/run"]
-                a_blocking_agent_completes_on_both_bindings,
+                a_blocking_agent_completes_on_every_binding,
                 #[ignore = "needs the Python interop peers: run tests/run"]
-                a_streaming_agent_delivers_assembled_artifact_chunks_on_both_bindings,
+                a_streaming_agent_delivers_assembled_artifact_chunks_on_every_binding,
                 #[ignore = "needs the Python interop peers: run tests/run"]
-                an_input_required_negotiation_round_trip_completes_on_both_bindings,
+                an_input_required_negotiation_round_trip_completes_on_every_binding,
                 #[ignore = "needs the Python interop peers: run tests/run"]
                 a_failed_task_keeps_its_evidence,
                 #[ignore = "needs the Python interop peers: run tests/run"]
-                a_rejected_call_projects_the_error_envelope_on_both_bindings,
+                a_rejected_call_projects_the_error_envelope_on_every_binding,
                 #[ignore = "needs the Python interop peers: run tests/run"]
-                cancelling_midway_cancels_the_remote_task_on_both_bindings,
+                cancelling_midway_cancels_the_remote_task_on_every_binding,
                 #[ignore = "needs the Python interop peers: run tests/run"]
                 a_multi_step_workflow_with_fan_out_and_routing_runs_against_python_agents,
                 #[ignore = "needs the Python interop peers: run tests/run"]
                 an_answer_in_the_final_status_message_is_the_output_blocking_and_streaming,
                 #[ignore = "needs the Python interop peers: run tests/run"]
                 a_stream_reset_by_the_network_after_the_task_is_known_still_succeeds,
+                #[ignore = "needs the Python interop peers: run tests/run"]
+                agents_offering_only_grpc_run_without_a_preference,
+                #[ignore = "needs the Python interop peers: run tests/run"]
+                grpc_stream_events_arrive_as_their_frames_do,
             ]
         );
     };
@@ -124,6 +130,7 @@ macro_rules! security_suite {
                 an_oversized_answer_is_a_typed_error_not_a_memory_sink,
                 a_center_that_never_answers_hits_the_configured_deadline,
                 tls_verification_extra_ca_and_the_insecure_mode,
+                grpc_over_tls_negotiates_h2_under_the_same_tls_policy,
                 a_hanging_login_hits_its_deadline_and_nothing_is_sent_unauthenticated,
                 credentials_come_from_a_file_or_inline_never_both_with_the_key_from_a_dotenv,
                 protocol_log_knobs_come_from_the_env_file_and_the_builder_wins,

@@ -1077,3 +1077,68 @@ pub fn planted_secrets_in_logins_and_credential_files_never_reach_the_logs<T: Te
         assert!(!engine_debug.contains(secret), "{secret} leaked into Debug");
     }
 }
+
+// ------------------------------------------------------------------------------------------
+// gRPC over TLS: ALPN h2 under the engine's one TLS policy
+// ------------------------------------------------------------------------------------------
+
+/// A loopback server behind TLS (certificate for `localhost` from the test CA) offering the
+/// ALPN protocols `alpn`, with a streaming gRPC agent `alpha`.
+fn tls_grpc_server(pki: &Pki, alpn: &[&[u8]]) -> LoopbackServer {
+    let mut config = (*pki.server).clone();
+    config.alpn_protocols = alpn.iter().map(|p| p.to_vec()).collect();
+    LoopbackServer::spawn_tls(
+        vec![ScriptedAgent::new("alpha").grpc().streaming()],
+        Arc::new(config),
+    )
+}
+
+pub fn grpc_over_tls_negotiates_h2_under_the_same_tls_policy<T: TestRuntime>() {
+    let pki = pki();
+    let with_ca = TlsConfig {
+        extra_ca_pem: Some(pki.ca_pem.clone().into_bytes()),
+        ..TlsConfig::default()
+    };
+    let engine = |server: &LoopbackServer, tls: TlsConfig| {
+        Engine::<T>::builder(server.cards())
+            .tls(tls)
+            .task_budget(Duration::from_secs(5))
+            .retry(a2at_core::RetryPolicy::FAIL_FAST)
+            .build()
+            .unwrap()
+    };
+
+    // The CA the HTTP/1.1 client needs is needed here too: without it nothing is sent.
+    let server = tls_grpc_server(&pki, &[b"h2", b"http/1.1"]);
+    assert!(
+        server.cards()[0].supported_interfaces[0]
+            .url
+            .starts_with("https://localhost:")
+    );
+    let r = run_alpha::<T>(&engine(&server, TlsConfig::default()));
+    assert!(!r.success);
+    let details = r.history[0]
+        .error_details
+        .clone()
+        .unwrap_or_default()
+        .to_string();
+    assert!(details.contains("tls"), "{details}");
+    assert_eq!(server.total_requests(), 0, "no request before verification");
+
+    // With the CA: the handshake settles on h2 and every exchange is HTTP/2.
+    let r = run_alpha::<T>(&engine(&server, with_ca.clone()));
+    assert!(r.success, "{:?}", r.history);
+    assert_eq!(r.step_outputs["s"]["x"], vec![json!("done: x")]);
+    assert!(server.total_requests() > 0);
+    assert_eq!(server.http2_requests(), server.total_requests());
+    assert!(server.requests("alpha").iter().all(|r| r.grpc));
+
+    // A server that does not agree to h2 (here: no ALPN at all, as plain HTTP/1.1 TLS servers
+    // often do) cannot carry gRPC: a TLS failure naming ALPN h2, nothing sent.
+    let http1_only = tls_grpc_server(&pki, &[]);
+    let r = run_alpha::<T>(&engine(&http1_only, with_ca));
+    assert!(!r.success);
+    let message = r.history[0].error.clone().unwrap_or_default();
+    assert!(message.contains("ALPN h2"), "{message}");
+    assert_eq!(http1_only.total_requests(), 0);
+}

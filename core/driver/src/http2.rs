@@ -1,0 +1,232 @@
+//! HTTP/2 for the gRPC binding: hyper's HTTP/2 client connection (`client::conn::http2`) over
+//! the runtime's TCP connections, with prior knowledge (h2c) on `http://` and TLS with ALPN
+//! `h2` on `https://` (the same TLS policy as HTTP/1.1, only the ALPN list differs).
+//!
+//! hyper's HTTP/2 connection runs background tasks and timers; [`RuntimeExecutor`] and
+//! [`RuntimeTimer`] give it the driver's [`Runtime`] for both, so no other runtime is started.
+//! One connection per origin carries every concurrent exchange (streams are multiplexed); a
+//! closed connection is replaced on the next request.
+
+use std::collections::HashMap;
+use std::future::Future;
+use std::marker::PhantomData;
+use std::pin::Pin;
+use std::sync::{Arc, Mutex};
+use std::task::{Context, Poll};
+use std::time::{Duration, Instant};
+
+use a2at_core::io::TransportErrorKind;
+use bytes::Bytes;
+use futures_rustls::TlsConnector;
+use futures_rustls::rustls::pki_types::ServerName;
+use http_body_util::Full;
+use hyper::body::Incoming;
+use hyper::client::conn::http2::{Builder, SendRequest};
+use smol_hyper::rt::FuturesIo;
+
+use crate::http::describe;
+use crate::runtime::{BoxFuture, Runtime};
+
+type Failure = (TransportErrorKind, String);
+type Sender = SendRequest<Full<Bytes>>;
+
+/// `(https, host, port)`.
+type Origin = (bool, String, u16);
+
+/// hyper's executor on the driver's runtime: every background future hyper starts (the
+/// connection task, stream pumps) goes to [`Runtime::spawn`].
+pub(crate) struct RuntimeExecutor<R>(PhantomData<fn() -> R>);
+
+impl<R> Clone for RuntimeExecutor<R> {
+    fn clone(&self) -> Self {
+        RuntimeExecutor(PhantomData)
+    }
+}
+
+impl<R: Runtime, F> hyper::rt::Executor<F> for RuntimeExecutor<R>
+where
+    F: Future<Output = ()> + Send + 'static,
+{
+    fn execute(&self, future: F) {
+        R::spawn(future);
+    }
+}
+
+/// hyper's timer on the driver's runtime clock ([`Runtime::now`], [`Runtime::sleep_until`]).
+pub(crate) struct RuntimeTimer<R>(PhantomData<fn() -> R>);
+
+impl<R: Runtime> hyper::rt::Timer for RuntimeTimer<R> {
+    fn sleep(&self, duration: Duration) -> Pin<Box<dyn hyper::rt::Sleep>> {
+        match R::now().checked_add(duration) {
+            Some(at) => self.sleep_until(at),
+            None => Box::pin(RuntimeSleep(Mutex::new(Box::pin(std::future::pending())))),
+        }
+    }
+
+    fn sleep_until(&self, deadline: Instant) -> Pin<Box<dyn hyper::rt::Sleep>> {
+        Box::pin(RuntimeSleep(Mutex::new(R::sleep_until(deadline))))
+    }
+
+    fn now(&self) -> Instant {
+        R::now()
+    }
+}
+
+/// A runtime sleep as hyper wants it (`Sync`: the future sits behind a mutex that polling
+/// reaches through `&mut`, so it is never locked).
+struct RuntimeSleep(Mutex<BoxFuture<()>>);
+
+impl Future for RuntimeSleep {
+    type Output = ();
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<()> {
+        let future = self
+            .get_mut()
+            .0
+            .get_mut()
+            .unwrap_or_else(|e| e.into_inner());
+        future.as_mut().poll(cx)
+    }
+}
+
+impl hyper::rt::Sleep for RuntimeSleep {}
+
+/// The HTTP/2 connections of one client, one per origin.
+pub(crate) struct Http2Connector<R> {
+    tls: TlsConnector,
+    connections: Arc<Mutex<HashMap<Origin, Sender>>>,
+    runtime: PhantomData<fn() -> R>,
+}
+
+impl<R: Runtime> Http2Connector<R> {
+    /// A connector using `tls` (whose ALPN list it replaces with `h2`).
+    pub(crate) fn new(mut tls: rustls::ClientConfig) -> Http2Connector<R> {
+        tls.alpn_protocols = vec![b"h2".to_vec()];
+        Http2Connector {
+            tls: TlsConnector::from(Arc::new(tls)),
+            connections: Arc::default(),
+            runtime: PhantomData,
+        }
+    }
+
+    /// Sends one request (absolute URL) on the origin's connection, opening one when there is
+    /// none or it closed, and waits for the response head. A request the existing connection
+    /// could not take (closed meanwhile) goes to a new one.
+    pub(crate) async fn request(
+        &self,
+        request: http::Request<Full<Bytes>>,
+    ) -> Result<http::Response<Incoming>, Failure> {
+        let mut request = request;
+        let origin = origin_of(&request)?;
+        // Connection-level headers have no place in HTTP/2; the authority travels in the URI.
+        request.headers_mut().remove(http::header::HOST);
+        loop {
+            let (mut sender, shared) = match self.existing(&origin) {
+                Some(sender) => (sender, true),
+                None => {
+                    let sender = self.connect(&origin).await?;
+                    self.connections
+                        .lock()
+                        .unwrap_or_else(|e| e.into_inner())
+                        .insert(origin.clone(), sender.clone());
+                    (sender, false)
+                }
+            };
+            match sender.try_send_request(request).await {
+                Ok(response) => return Ok(response),
+                Err(mut e) => match e.take_message() {
+                    Some(unsent) if shared => {
+                        self.forget(&origin);
+                        request = unsent;
+                    }
+                    _ => return Err((TransportErrorKind::Io, describe(e.error()))),
+                },
+            }
+        }
+    }
+
+    fn existing(&self, origin: &Origin) -> Option<Sender> {
+        let mut map = self.connections.lock().unwrap_or_else(|e| e.into_inner());
+        match map.get(origin) {
+            Some(sender) if !sender.is_closed() && sender.is_ready() => Some(sender.clone()),
+            Some(_) => {
+                map.remove(origin);
+                None
+            }
+            None => None,
+        }
+    }
+
+    fn forget(&self, origin: &Origin) {
+        self.connections
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .remove(origin);
+    }
+
+    async fn connect(&self, (https, host, port): &Origin) -> Result<Sender, Failure> {
+        let connect_failure = |e: std::io::Error| (TransportErrorKind::Connect, describe(&e));
+        let tcp = R::connect(host, *port).await.map_err(connect_failure)?;
+        if !*https {
+            return handshake::<R, _>(FuturesIo::new(tcp)).await;
+        }
+        let name = ServerName::try_from(host.clone())
+            .map_err(|e| (TransportErrorKind::Tls, format!("invalid TLS name: {e}")))?;
+        let tls = self
+            .tls
+            .connect(name, tcp)
+            .await
+            .map_err(|e| (TransportErrorKind::Tls, describe(&e)))?;
+        let alpn = tls.get_ref().1.alpn_protocol().map(<[u8]>::to_vec);
+        if alpn.as_deref() != Some(b"h2".as_slice()) {
+            return Err((
+                TransportErrorKind::Tls,
+                format!(
+                    "the server did not agree to HTTP/2 (ALPN h2) for gRPC; it chose {}",
+                    alpn.map_or_else(
+                        || "no protocol".to_owned(),
+                        |p| format!("{:?}", String::from_utf8_lossy(&p))
+                    )
+                ),
+            ));
+        }
+        handshake::<R, _>(FuturesIo::new(tls)).await
+    }
+}
+
+/// Handshakes HTTP/2 on `io` and drives the connection in a runtime task.
+async fn handshake<R: Runtime, T>(io: T) -> Result<Sender, Failure>
+where
+    T: hyper::rt::Read + hyper::rt::Write + Unpin + Send + 'static,
+{
+    let (sender, connection) = Builder::new(RuntimeExecutor::<R>(PhantomData))
+        .timer(RuntimeTimer::<R>(PhantomData))
+        .handshake(io)
+        .await
+        .map_err(|e| (TransportErrorKind::Io, describe(&e)))?;
+    R::spawn(async move {
+        let _ = connection.await;
+    });
+    Ok(sender)
+}
+
+/// The origin of an absolute `http` or `https` URL.
+fn origin_of(request: &http::Request<Full<Bytes>>) -> Result<Origin, Failure> {
+    let bad = |m: String| (TransportErrorKind::Other, m);
+    let uri = request.uri();
+    let https = match uri.scheme_str() {
+        Some("https") => true,
+        Some("http") => false,
+        other => return Err(bad(format!("unsupported URL scheme {other:?}"))),
+    };
+    let authority = uri
+        .authority()
+        .ok_or_else(|| bad("URL without a host".into()))?;
+    let host = authority
+        .host()
+        .trim_start_matches('[')
+        .trim_end_matches(']')
+        .to_owned();
+    let port = authority.port_u16().unwrap_or(if https { 443 } else { 80 });
+    Ok((https, host, port))
+}
