@@ -1683,6 +1683,39 @@ mod tests {
     }
 
     #[test]
+    fn a_cleanup_cancel_that_fails_in_transport_ends_the_cleanup_at_once() {
+        let (mut a, req) = start_auth(false);
+        let ctx = a.context_id().to_owned();
+        feed_auth(
+            &mut a,
+            unary(&req, task("t1", &ctx, "TASK_STATE_WORKING")),
+            ms(1),
+        );
+        a.handle(Input::Cancel, ms(2)).unwrap();
+        let cancel = transmitted_auth(&drain_auth(&mut a)).remove(0);
+        assert_eq!(cancel.purpose, OpPurpose::Cancel);
+        assert!(!a.is_done(), "the cleanup is still open");
+        a.handle(
+            Input::TransportFailed {
+                op: cancel.op,
+                error: TransportError {
+                    kind: TransportErrorKind::Connect,
+                    message: "refused".into(),
+                },
+            },
+            ms(3),
+        )
+        .unwrap();
+        assert!(a.is_done());
+        assert_eq!(a.poll_timeout(), None, "no cleanup timer left");
+        assert!(drain_auth(&mut a).is_empty());
+        assert_eq!(
+            a.result().unwrap().failure_code.as_deref(),
+            Some(codes::CANCELLED)
+        );
+    }
+
+    #[test]
     fn authorization_transport_failure_and_unsupported_states_fail() {
         let (mut a, req) = start_auth(false);
         a.handle(
