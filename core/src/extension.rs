@@ -91,10 +91,11 @@ use serde_json::{Value, json};
 use crate::a2a::{
     A2aCall, DecodeLimits, Message, ReceivedMessage, ResponseAccumulator, ResponseDecoder,
     ResponseItem, Role, SendMessageConfiguration, SendMessageRequest, StreamResponse, TaskState,
-    check_required_extensions, encode_call,
+    check_required_extensions,
 };
 use crate::a2at;
 use crate::agents::{AgentDirectory, AgentEntry};
+use crate::exchange::{self, ExchangeSpec};
 use crate::host::{self, MessageContent};
 use crate::ids::{IdGenerator, OpId};
 use crate::io::{ApiMisuse, Correlation, HttpRequest, Input, OpPurpose, TransportError};
@@ -310,27 +311,14 @@ impl Link {
         timeout: Option<Duration>,
     ) -> Result<HttpRequest, ExtensionFailure> {
         let rpc_id = self.ids.next_uuid();
-        let encoded = encode_call(&self.agent.endpoint, call, &rpc_id, extensions, timeout)
-            .map_err(|e| ExtensionFailure::new(host::codes::INVALID_CONTENT, e.to_string()))?;
-        let decoder = ResponseDecoder::new(
-            self.agent.endpoint.binding,
-            call.kind(),
-            &rpc_id,
-            self.config.decode_limits,
-        );
-        self.next_op += 1;
-        let op = OpId(self.next_op);
-        self.ops.insert(op, decoder);
-        Ok(HttpRequest {
+        let op = OpId(self.next_op + 1);
+        let spec = ExchangeSpec {
             op,
-            agent: self.agent.card.name.clone(),
+            rpc_id: &rpc_id,
             purpose,
-            method: encoded.method,
-            url: encoded.url,
-            headers: encoded.headers,
-            body: encoded.body,
-            streaming: call.kind().is_streaming(),
-            http2: self.agent.endpoint.binding.needs_http2(),
+            extensions,
+            timeout,
+            limits: self.config.decode_limits,
             correlation: Correlation {
                 execution_id: String::new(),
                 step: self.operation.to_owned(),
@@ -339,7 +327,12 @@ impl Link {
                 context_id: self.context_id.clone(),
                 remote_task_id: self.remote_task_id.clone(),
             },
-        })
+        };
+        let (request, decoder) = exchange::open(&self.agent, call, spec)
+            .map_err(|e| ExtensionFailure::new(host::codes::INVALID_CONTENT, e.to_string()))?;
+        self.next_op = op.0;
+        self.ops.insert(op, decoder);
+        Ok(request)
     }
 
     /// Forgets an exchange; `true` when it was still open (the driver must drop it).
@@ -361,49 +354,22 @@ impl Link {
     /// Runs the input through the exchange's decoder. An exchange whose items include the
     /// final `End` (or that failed) is forgotten here.
     fn feed(&mut self, input: Input) -> Feed {
-        match input {
-            Input::ResponseHead {
-                op,
-                status,
-                headers,
-            } => {
-                if let Some(d) = self.ops.get_mut(&op) {
-                    d.on_head(status, &headers);
-                }
+        if let Some(op) = exchange::response_op(&input) {
+            let Some(decoder) = self.ops.get_mut(&op) else {
+                return Feed::Nothing;
+            };
+            let items = exchange::decode(decoder, &input);
+            if matches!(input, Input::ResponseEnd { .. }) {
+                self.ops.remove(&op);
+                return Feed::Items(op, items);
+            }
+            return if items.is_empty() {
                 Feed::Nothing
-            }
-            Input::ResponseBody { op, chunk } => {
-                let mut items = Vec::new();
-                if let Some(d) = self.ops.get_mut(&op) {
-                    d.on_body(&chunk, &mut items);
-                }
-                if items.is_empty() {
-                    Feed::Nothing
-                } else {
-                    Feed::Items(op, items)
-                }
-            }
-            Input::ResponseTrailers { op, trailers } => {
-                let mut items = Vec::new();
-                if let Some(d) = self.ops.get_mut(&op) {
-                    d.on_trailers(&trailers, &mut items);
-                }
-                if items.is_empty() {
-                    Feed::Nothing
-                } else {
-                    Feed::Items(op, items)
-                }
-            }
-            Input::ResponseEnd { op } => {
-                let mut items = Vec::new();
-                match self.ops.remove(&op) {
-                    Some(mut d) => {
-                        d.on_end(&mut items);
-                        Feed::Items(op, items)
-                    }
-                    None => Feed::Nothing,
-                }
-            }
+            } else {
+                Feed::Items(op, items)
+            };
+        }
+        match input {
             Input::TransportFailed { op, error } => {
                 if self.ops.remove(&op).is_some() {
                     Feed::Failed(op, error)
@@ -418,14 +384,12 @@ impl Link {
 
     /// Task/context identity checks for one event; records the task id.
     fn check_identity(&mut self, event: &StreamResponse) -> Result<(), ExtensionFailure> {
-        crate::remote::track_identity(event, &self.context_id, &mut self.remote_task_id).map_err(
-            |d| {
-                ExtensionFailure::new(
-                    host::codes::REMOTE_IDENTITY_CHANGED,
-                    format!("Remote task/context identity changed: {d}"),
-                )
-            },
-        )
+        exchange::track_identity(event, &self.context_id, &mut self.remote_task_id).map_err(|d| {
+            ExtensionFailure::new(
+                host::codes::REMOTE_IDENTITY_CHANGED,
+                format!("Remote task/context identity changed: {d}"),
+            )
+        })
     }
 }
 

@@ -122,6 +122,7 @@ pub mod discovery;
 pub mod driver_support;
 pub mod envfile;
 pub mod event;
+mod exchange;
 pub mod extension;
 pub mod host;
 pub mod ids;

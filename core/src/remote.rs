@@ -42,20 +42,21 @@ use std::collections::BTreeSet;
 use serde_json::{Value, json};
 
 use crate::a2a::{
-    A2aCall, CallKind, Message, ProtocolError, ReceivedMessage, ResponseAccumulator,
-    ResponseDecoder, ResponseItem, Role, SendMessageConfiguration, SendMessageRequest,
-    StreamResponse, TaskState, check_required_extensions, encode_call,
+    A2aCall, CallKind, Message, ProtocolError, ReceivedMessage, ResponseAccumulator, ResponseItem,
+    Role, SendMessageConfiguration, SendMessageRequest, StreamResponse, TaskState,
+    check_required_extensions,
 };
 use crate::a2at::{self, NegotiationContext, Performative};
 use crate::agents::{AgentDirectory, AgentEntry};
 use crate::config::RunConfig;
 use crate::event::EventType;
+use crate::exchange::{self, ExchangeSpec, track_identity};
 use crate::host::{
     Exchange, HostError, HostReply, HostRequest, MessageContent, NegotiationReply,
     NegotiationRequest, TaskExecutionResult, TaskRequest, TaskStatus, codes,
 };
 use crate::ids::{CallId, OpId, TaskKey};
-use crate::io::{Correlation, HttpRequest, OpPurpose, Output, TransportError, TransportErrorKind};
+use crate::io::{Correlation, OpPurpose, Output, TransportError, TransportErrorKind};
 use crate::machine::{CallOwner, Ctx, OpEntry, TimerKey, emit};
 use crate::retry::{self, MAX_ATTEMPTS};
 use crate::time::Timestamp;
@@ -1357,15 +1358,18 @@ fn try_open_exchange(
             .map(|at| at.saturating_duration_since(env.ctx.now))
     };
     let rpc_id = env.ctx.ids.next_uuid();
-    let encoded = encode_call(&agent.endpoint, call, &rpc_id, extensions, timeout)
-        .map_err(|e| Failure::new(codes::INVALID_CONTENT, e.to_string()))?;
-    let decoder = ResponseDecoder::new(
-        agent.endpoint.binding,
-        call.kind(),
-        &rpc_id,
-        env.config.decode_limits,
-    );
     let op = env.ctx.new_op();
+    let spec = ExchangeSpec {
+        op,
+        rpc_id: &rpc_id,
+        purpose,
+        extensions,
+        timeout,
+        limits: env.config.decode_limits,
+        correlation: correlation.clone(),
+    };
+    let (request, decoder) = exchange::open(agent, call, spec)
+        .map_err(|e| Failure::new(codes::INVALID_CONTENT, e.to_string()))?;
     env.ctx.ops.insert(
         op,
         OpEntry {
@@ -1373,22 +1377,11 @@ fn try_open_exchange(
             purpose,
             decoder,
             agent: agent_name.to_owned(),
-            correlation: correlation.clone(),
+            correlation,
             orphan: false,
         },
     );
-    env.ctx.push(Output::Transmit(HttpRequest {
-        op,
-        agent: agent_name.to_owned(),
-        purpose,
-        method: encoded.method,
-        url: encoded.url,
-        headers: encoded.headers,
-        body: encoded.body,
-        streaming: call.kind().is_streaming(),
-        http2: agent.endpoint.binding.needs_http2(),
-        correlation,
-    }));
+    env.ctx.push(Output::Transmit(request));
     Ok(op)
 }
 
@@ -1421,42 +1414,6 @@ fn host_failure(e: HostError) -> Failure {
         message: e.message,
         details: e.details,
     }
-}
-
-/// The identity rule for one event of an exchange on `context_id`: a context id, when present,
-/// must be ours; a task id must be non-blank and never change. Learns the task id from the first event that
-/// names one. `Err` carries the detail of what changed.
-pub(crate) fn track_identity(
-    event: &StreamResponse,
-    context_id: &str,
-    remote_task_id: &mut Option<String>,
-) -> Result<(), String> {
-    let (task_id, event_context) = match event {
-        StreamResponse::Task(t) => (Some(t.id.as_str()), t.context_id.as_deref()),
-        StreamResponse::StatusUpdate(u) => (Some(u.task_id.as_str()), u.context_id.as_deref()),
-        StreamResponse::ArtifactUpdate(u) => (Some(u.task_id.as_str()), u.context_id.as_deref()),
-        StreamResponse::Message(m) => (m.task_id.as_deref(), m.context_id.as_deref()),
-    };
-    if let Some(ctx) = event_context.filter(|c| !c.is_empty()) {
-        if ctx != context_id {
-            return Err(format!(
-                "context {ctx} differs from this exchange's context {context_id}"
-            ));
-        }
-    }
-    if let Some(id) = task_id {
-        if id.trim().is_empty() {
-            return Err("remote task id is blank".into());
-        }
-        match remote_task_id {
-            Some(known) if known != id => {
-                return Err(format!("remote task id changed from {known} to {id}"));
-            }
-            Some(_) => {}
-            None => *remote_task_id = Some(id.to_owned()),
-        }
-    }
-    Ok(())
 }
 
 fn identity_changed(detail: String) -> Failure {

@@ -32,6 +32,7 @@ use crate::a2a::{A2aCall, ResponseItem, StreamResponse};
 use crate::agents::AgentDirectory;
 pub use crate::config::{ConfigError, RunConfig};
 use crate::event::EventType;
+use crate::exchange;
 use crate::host::{
     HostReply, HostRequest, RouteDecision, RouteRequest, TaskExecutionResult, TaskRequest,
     TaskResult, TaskStatus, UpstreamStepResult, WorkflowInput, codes,
@@ -195,38 +196,14 @@ impl Run {
                     return Err(misuse);
                 }
             }
-            Input::ResponseHead {
-                op,
-                status,
-                headers,
-            } => {
-                if let Some(entry) = self.ctx.ops.get_mut(&op) {
-                    entry.decoder.on_head(status, &headers);
-                }
-            }
-            Input::ResponseBody { op, chunk } => {
-                let mut items = Vec::new();
-                if let Some(entry) = self.ctx.ops.get_mut(&op) {
-                    entry.decoder.on_body(&chunk, &mut items);
-                }
-                if !items.is_empty() {
-                    self.on_items(op, items);
-                }
-            }
-            Input::ResponseTrailers { op, trailers } => {
-                let mut items = Vec::new();
-                if let Some(entry) = self.ctx.ops.get_mut(&op) {
-                    entry.decoder.on_trailers(&trailers, &mut items);
-                }
-                if !items.is_empty() {
-                    self.on_items(op, items);
-                }
-            }
-            Input::ResponseEnd { op } => {
-                let mut items = Vec::new();
-                if let Some(entry) = self.ctx.ops.get_mut(&op) {
-                    entry.decoder.on_end(&mut items);
-                }
+            Input::ResponseHead { op, .. }
+            | Input::ResponseBody { op, .. }
+            | Input::ResponseTrailers { op, .. }
+            | Input::ResponseEnd { op } => {
+                let items = match self.ctx.ops.get_mut(&op) {
+                    Some(entry) => exchange::decode(&mut entry.decoder, &input),
+                    None => Vec::new(),
+                };
                 if !items.is_empty() {
                     self.on_items(op, items);
                 }

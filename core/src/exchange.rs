@@ -1,0 +1,129 @@
+//! One HTTP exchange with an agent, the same for workflow subtasks and for the extension
+//! operations: the request the driver transmits, built from a call and the agent's chosen
+//! interface, and the decoding of the response inputs that come back for it.
+
+use core::time::Duration;
+
+use crate::a2a::grpc::GrpcEncodeError;
+use crate::a2a::{
+    A2aCall, DecodeLimits, ResponseDecoder, ResponseItem, StreamResponse, encode_call,
+};
+use crate::agents::AgentEntry;
+use crate::ids::OpId;
+use crate::io::{Correlation, HttpRequest, Input, OpPurpose};
+
+/// What opening an exchange needs besides the call itself.
+pub(crate) struct ExchangeSpec<'a> {
+    /// The exchange's id, unique within its machine.
+    pub op: OpId,
+    /// The JSON-RPC id of the request (ignored by the other bindings).
+    pub rpc_id: &'a str,
+    /// Why the exchange is sent.
+    pub purpose: OpPurpose,
+    /// Extensions activated on the request (the `A2A-Extensions` header or metadata).
+    pub extensions: &'a [String],
+    /// Time left for the exchange; gRPC sends it as `grpc-timeout`.
+    pub timeout: Option<Duration>,
+    /// Bounds on what the decoder accepts.
+    pub limits: DecodeLimits,
+    /// Local correlation fields for logs.
+    pub correlation: Correlation,
+}
+
+/// Encodes `call` for `agent`'s interface: the request to transmit and the decoder of its
+/// answer. Fails only for a message the binding cannot carry.
+pub(crate) fn open(
+    agent: &AgentEntry,
+    call: &A2aCall<'_>,
+    spec: ExchangeSpec<'_>,
+) -> Result<(HttpRequest, ResponseDecoder), GrpcEncodeError> {
+    let encoded = encode_call(
+        &agent.endpoint,
+        call,
+        spec.rpc_id,
+        spec.extensions,
+        spec.timeout,
+    )?;
+    let decoder = ResponseDecoder::new(
+        agent.endpoint.binding,
+        call.kind(),
+        spec.rpc_id,
+        spec.limits,
+    );
+    let request = HttpRequest {
+        op: spec.op,
+        agent: agent.card.name.clone(),
+        purpose: spec.purpose,
+        method: encoded.method,
+        url: encoded.url,
+        headers: encoded.headers,
+        body: encoded.body,
+        streaming: call.kind().is_streaming(),
+        http2: agent.endpoint.binding.needs_http2(),
+        correlation: spec.correlation,
+    };
+    Ok((request, decoder))
+}
+
+/// Runs one response input (head, body chunk, trailers or end) through its exchange's decoder
+/// and returns the items it completed; other inputs give nothing.
+pub(crate) fn decode(decoder: &mut ResponseDecoder, input: &Input) -> Vec<ResponseItem> {
+    let mut items = Vec::new();
+    match input {
+        Input::ResponseHead {
+            status, headers, ..
+        } => decoder.on_head(*status, headers),
+        Input::ResponseBody { chunk, .. } => decoder.on_body(chunk, &mut items),
+        Input::ResponseTrailers { trailers, .. } => decoder.on_trailers(trailers, &mut items),
+        Input::ResponseEnd { .. } => decoder.on_end(&mut items),
+        _ => {}
+    }
+    items
+}
+
+/// The exchange a response input belongs to, if it is one.
+pub(crate) fn response_op(input: &Input) -> Option<OpId> {
+    match input {
+        Input::ResponseHead { op, .. }
+        | Input::ResponseBody { op, .. }
+        | Input::ResponseTrailers { op, .. }
+        | Input::ResponseEnd { op } => Some(*op),
+        _ => None,
+    }
+}
+
+/// The identity rule for one event of an exchange on `context_id`: a context id, when present,
+/// must be ours; a task id must be non-blank and never change. Learns the task id from the first event that
+/// names one. `Err` carries the detail of what changed.
+pub(crate) fn track_identity(
+    event: &StreamResponse,
+    context_id: &str,
+    remote_task_id: &mut Option<String>,
+) -> Result<(), String> {
+    let (task_id, event_context) = match event {
+        StreamResponse::Task(t) => (Some(t.id.as_str()), t.context_id.as_deref()),
+        StreamResponse::StatusUpdate(u) => (Some(u.task_id.as_str()), u.context_id.as_deref()),
+        StreamResponse::ArtifactUpdate(u) => (Some(u.task_id.as_str()), u.context_id.as_deref()),
+        StreamResponse::Message(m) => (m.task_id.as_deref(), m.context_id.as_deref()),
+    };
+    if let Some(ctx) = event_context.filter(|c| !c.is_empty()) {
+        if ctx != context_id {
+            return Err(format!(
+                "context {ctx} differs from this exchange's context {context_id}"
+            ));
+        }
+    }
+    if let Some(id) = task_id {
+        if id.trim().is_empty() {
+            return Err("remote task id is blank".into());
+        }
+        match remote_task_id {
+            Some(known) if known != id => {
+                return Err(format!("remote task id changed from {known} to {id}"));
+            }
+            Some(_) => {}
+            None => *remote_task_id = Some(id.to_owned()),
+        }
+    }
+    Ok(())
+}
