@@ -696,13 +696,31 @@ impl ScriptedAgent {
             }
             "ListTasks" if self.lists_tasks => {
                 let context = req.params.get("contextId").and_then(Value::as_str);
-                let tasks: Vec<Value> = self
+                let status = req.params.get("status").and_then(Value::as_str);
+                // Paging: `pageToken` is the index of the page's first task; numbers come as
+                // JSON numbers (JSON-RPC) or query strings (REST).
+                let number = |key: &str| {
+                    let v = req.params.get(key)?;
+                    v.as_u64().or_else(|| v.as_str()?.parse().ok())
+                };
+                let size = number("pageSize").unwrap_or(50) as usize;
+                let start = number("pageToken").unwrap_or(0) as usize;
+                let matching: Vec<Value> = self
                     .tasks
                     .iter()
                     .filter(|(_, t)| context.is_none_or(|c| c == t.context_id))
+                    .filter(|(_, t)| status.is_none_or(|s| s == t.state))
                     .map(|(id, t)| task_json(id, t))
                     .collect();
-                self.respond(req, json!({"tasks": tasks, "nextPageToken": ""}), false)
+                let total = matching.len();
+                let page: Vec<Value> = matching.into_iter().skip(start).take(size).collect();
+                let next = if start + size < total {
+                    (start + size).to_string()
+                } else {
+                    String::new()
+                };
+                let body = json!({"tasks": page, "nextPageToken": next, "pageSize": size, "totalSize": total});
+                self.respond(req, body, false)
             }
             _ => self.error(req, 404, -32601, "METHOD_NOT_FOUND", "Method not found"),
         }

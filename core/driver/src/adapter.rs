@@ -13,9 +13,11 @@ macro_rules! runtime_api {
     ($rt:ty) => {
         pub use $crate::a2at_core;
         pub use $crate::a2at_core::a2a::AgentCard;
+        pub use $crate::a2at_core::a2a::{ListTasksParams, StreamResponse, Task, TaskPage};
         pub use $crate::a2at_core::host::{
             ControlPoint, HostError, MessageContent, NegotiationReply, RouteDecision,
         };
+        pub use $crate::a2at_core::tasks::TaskError;
         pub use $crate::a2at_core::workflow::{ValidatedWorkflow, parse_and_validate};
         pub use $crate::a2at_core::{ExecutionResult, RetryPolicy, RunStart};
         pub use $crate::{
@@ -23,8 +25,8 @@ macro_rules! runtime_api {
             DEFAULT_DISCOVERY_DEADLINE, DEFAULT_LOGIN_TIMEOUT, DEFAULT_MAX_DISCOVERY_BODY_BYTES,
             DiscoveryError, EngineConfig, EngineError, EnvFile, EventEnvelope, EventSink,
             EventStream, ExtensionError, ExtensionSenderConfig, Heartbeat, MAX_REDIRECTS, OnFinish,
-            OnFinishError, Reattachment, RunHandle, SeedSource, SubscriptionCompletion, TlsConfig,
-            load_credentials,
+            OnFinishError, Reattachment, RunHandle, SeedSource, SubscriptionCompletion,
+            TaskSubscription, TlsConfig, load_credentials,
         };
 
         /// The engine on this runtime: validated cards, settings, the HTTP client and the

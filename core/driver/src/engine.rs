@@ -504,7 +504,12 @@ impl<R: Runtime> Engine<R> {
         }
     }
 
-    fn next_seed(&self) -> u64 {
+    /// The transport every exchange of this engine goes through (runs and task calls).
+    pub(crate) fn transport(&self) -> Arc<Transport<R>> {
+        self.inner.transport.clone()
+    }
+
+    pub(crate) fn next_seed(&self) -> u64 {
         match self.inner.config.seed {
             SeedSource::Fixed(seed) => seed,
             SeedSource::Os => {

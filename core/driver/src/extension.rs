@@ -867,15 +867,15 @@ enum Told {
 }
 
 #[allow(clippy::large_enum_variant)] // requests are moved, never copied
-enum MachineStep<T> {
+pub(crate) enum MachineStep<T> {
     Transmit(HttpRequest),
     Abort(OpId),
     Tell(T),
     Skip,
 }
 
-/// The common surface of the two core machines.
-trait Machine: Send + 'static {
+/// The common surface of the core's operation machines (extensions, task calls).
+pub(crate) trait Machine: Send + 'static {
     type Told: Send;
     fn handle(&mut self, input: Input, now: Timestamp) -> Result<(), ApiMisuse>;
     fn handle_timeout(&mut self, now: Timestamp) -> Result<(), ApiMisuse>;
@@ -953,7 +953,7 @@ impl Machine for NotiMachine {
 /// Drives one machine to its end: carries out exchanges, arms its timer, feeds completions back
 /// with the time they happened, and hands everything else to `tell`. `close` resolving (sent,
 /// or its sender dropped) is [`Input::Cancel`]. Decides nothing.
-async fn drive<R: Runtime, M: Machine>(
+pub(crate) async fn drive<R: Runtime, M: Machine>(
     mut machine: M,
     transport: Arc<Transport<R>>,
     close: oneshot::Receiver<()>,

@@ -78,6 +78,7 @@ mod extension;
 mod http;
 mod run_loop;
 mod runtime;
+mod tasks;
 mod tls;
 mod transport;
 #[cfg(test)]
@@ -102,5 +103,6 @@ pub use extension::{
 };
 pub use http::HttpClient;
 pub use runtime::{BoxFuture, Runtime};
+pub use tasks::TaskSubscription;
 pub use tls::TlsConfig;
 pub use transport::AuthHook;

@@ -10,7 +10,7 @@ use super::card::{AgentCard, CardError};
 use super::error::{self, Head, ProtocolError, codes};
 use super::protojson::{DecodeError, Path, short};
 use super::sse::{SseDecoder, SseError, SseEvent};
-use super::types::{SendMessageRequest, StreamResponse, Task};
+use super::types::{ListTasksParams, SendMessageRequest, StreamResponse, Task, TaskPage};
 use serde_json::{Map, Value};
 
 /// The value of the `A2A-Version` header this client speaks.
@@ -203,6 +203,10 @@ pub enum A2aCall<'a> {
         /// Page size (the agent's default when `None`).
         page_size: Option<u32>,
     },
+    /// `ListTasks` with the caller's filters and paging, sent as given (no `historyLength`
+    /// unless asked for). The decoder yields one `Task` event per listed task and keeps the
+    /// page's paging fields ([`ResponseDecoder::task_page`]).
+    ListTasksPage(&'a ListTasksParams),
 }
 
 /// The kind of an [`A2aCall`], without its data.
@@ -253,7 +257,7 @@ impl A2aCall<'_> {
             A2aCall::GetTask { .. } => CallKind::GetTask,
             A2aCall::CancelTask { .. } => CallKind::CancelTask,
             A2aCall::SubscribeToTask { .. } => CallKind::SubscribeToTask,
-            A2aCall::ListTasks { .. } => CallKind::ListTasks,
+            A2aCall::ListTasks { .. } | A2aCall::ListTasksPage(_) => CallKind::ListTasks,
         }
     }
 }
@@ -296,6 +300,38 @@ fn task_params(tenant: Option<&str>, id: &str, history_length: Option<i32>) -> V
         m.insert("historyLength".to_owned(), Value::from(h));
     }
     Value::Object(m)
+}
+
+/// The `ListTasks` fields that are set, in proto field order, with their ProtoJSON values
+/// (camelCase names, the state by its enum name).
+fn list_tasks_fields(p: &ListTasksParams) -> Vec<(&'static str, Value)> {
+    let mut out = Vec::new();
+    if let Some(c) = p.context_id.as_deref().filter(|c| !c.is_empty()) {
+        out.push(("contextId", Value::String(c.to_owned())));
+    }
+    if let Some(s) = p.status {
+        out.push(("status", Value::String(s.as_str().to_owned())));
+    }
+    if let Some(n) = p.page_size {
+        out.push(("pageSize", Value::from(n)));
+    }
+    if let Some(t) = p.page_token.as_deref().filter(|t| !t.is_empty()) {
+        out.push(("pageToken", Value::String(t.to_owned())));
+    }
+    if let Some(h) = p.history_length {
+        out.push(("historyLength", Value::from(h)));
+    }
+    if let Some(t) = p
+        .status_timestamp_after
+        .as_deref()
+        .filter(|t| !t.is_empty())
+    {
+        out.push(("statusTimestampAfter", Value::String(t.to_owned())));
+    }
+    if let Some(b) = p.include_artifacts {
+        out.push(("includeArtifacts", Value::Bool(b)));
+    }
+    out
 }
 
 fn compact(v: &Value) -> Vec<u8> {
@@ -351,6 +387,16 @@ pub fn encode_call(
                         m.insert("pageSize".to_owned(), Value::from(*n));
                     }
                     m.insert("historyLength".to_owned(), Value::from(0));
+                    Value::Object(m)
+                }
+                A2aCall::ListTasksPage(params) => {
+                    let mut m = Map::new();
+                    if let Some(t) = tenant {
+                        m.insert("tenant".to_owned(), Value::String(t.to_owned()));
+                    }
+                    for (k, v) in list_tasks_fields(params) {
+                        m.insert(k.to_owned(), v);
+                    }
                     Value::Object(m)
                 }
             };
@@ -422,6 +468,24 @@ pub fn encode_call(
                     );
                     if let Some(n) = page_size {
                         url.push_str(&format!("&pageSize={n}"));
+                    }
+                    (HttpMethod::Get, url, None)
+                }
+                A2aCall::ListTasksPage(params) => {
+                    let query: Vec<String> = list_tasks_fields(params)
+                        .into_iter()
+                        .map(|(k, v)| {
+                            let text = match v {
+                                Value::String(s) => s,
+                                other => other.to_string(),
+                            };
+                            format!("{k}={}", percent_encode_segment(&text))
+                        })
+                        .collect();
+                    let mut url = format!("{base}/tasks");
+                    if !query.is_empty() {
+                        url.push('?');
+                        url.push_str(&query.join("&"));
                     }
                     (HttpMethod::Get, url, None)
                 }
@@ -515,6 +579,7 @@ pub struct ResponseDecoder {
     mode: Mode,
     events: usize,
     sse_out: Vec<SseEvent>,
+    page: Option<TaskPage>,
 }
 
 impl ResponseDecoder {
@@ -531,7 +596,14 @@ impl ResponseDecoder {
             mode: Mode::Undecided,
             events: 0,
             sse_out: Vec::new(),
+            page: None,
         }
+    }
+
+    /// The paging fields of a decoded `ListTasks` answer (`tasks` left empty: the tasks are
+    /// the `Task` events); `None` before the answer was decoded or for other calls.
+    pub fn task_page(&self) -> Option<&TaskPage> {
+        self.page.as_ref()
     }
 
     /// Records the status line and headers (names compared case-insensitively).
@@ -781,6 +853,21 @@ impl ResponseDecoder {
                     )));
                     return;
                 }
+            }
+        }
+        let paging = TaskPage::from_json(&Value::Object(
+            ["nextPageToken", "pageSize", "totalSize"]
+                .iter()
+                .filter_map(|k| payload.get(*k).map(|v| ((*k).to_owned(), v.clone())))
+                .collect(),
+        ));
+        match paging {
+            Ok(page) => self.page = Some(page),
+            Err(e) => {
+                out.push(malformed(format!(
+                    "ListTasks response: invalid paging at {e}"
+                )));
+                return;
             }
         }
         for task in decoded {

@@ -14,6 +14,7 @@ pub mod interop;
 pub mod lifecycle;
 pub mod protocol_log;
 pub mod security;
+pub mod tasks;
 
 /// One `#[test]` per listed suite function, each calling it on `$rt`.
 #[doc(hidden)]
@@ -206,6 +207,26 @@ macro_rules! protocol_log_suite {
             $rt,
             protocol_log,
             [planted_secrets_never_reach_the_protocol_log,]
+        );
+    };
+}
+
+/// Instantiates the tasks suite (task passthroughs on the engine: get, list with paging and
+/// filters, cancel, subscribe, typed errors, on both bindings) on a
+/// [`TestRuntime`](crate::runtime::TestRuntime).
+#[macro_export]
+macro_rules! tasks_suite {
+    ($rt:ty) => {
+        $crate::__suite_tests!(
+            $rt,
+            tasks,
+            [
+                get_and_cancel_a_task_on_both_bindings,
+                list_tasks_pages_with_next_page_token_and_filters,
+                subscribe_to_task_streams_typed_events_until_the_agent_ends_it,
+                closing_a_subscription_drops_the_stream_and_sends_nothing,
+                task_call_errors_are_typed,
+            ]
         );
     };
 }
