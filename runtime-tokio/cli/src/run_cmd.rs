@@ -325,7 +325,7 @@ impl ControlPoint for PolicyHost {
 }
 
 /// Reads one card file (a card or an array of cards) or every `*.json` file of a directory.
-fn load_cards(path: &Path) -> Result<Vec<AgentCard>, String> {
+pub(crate) fn load_cards(path: &Path) -> Result<Vec<AgentCard>, String> {
     let mut files: Vec<PathBuf> = if path.is_dir() {
         std::fs::read_dir(path)
             .map_err(|e| format!("cannot read {}: {e}", path.display()))?
