@@ -419,3 +419,80 @@ pub fn a_stream_reset_by_the_network_after_the_task_is_known_still_succeeds<T: T
         }
     });
 }
+
+pub fn task_passthroughs_get_list_subscribe_and_cancel_python_tasks_on_both_bindings<
+    T: TestRuntime,
+>() {
+    use a2at_core::a2a::{ListTasksParams, StreamResponse, TaskState};
+    T::block_on(async {
+        for binding in BINDINGS {
+            let engine = engine::<T>(binding);
+            // A finished task: get it, find it by its context, miss an unknown one.
+            let done = engine
+                .send_task("echo", MessageContent::text("passthrough"))
+                .await;
+            assert_eq!(done.status, TaskStatus::Success, "{:?}", done.error);
+            let id = done.remote_task_id.clone().expect("task id");
+            let task = engine.get_task("echo", &id).await.expect("get_task");
+            assert_eq!(task.id, id);
+            assert_eq!(task.status.state, TaskState::Completed);
+            let page = engine
+                .list_tasks(
+                    "echo",
+                    ListTasksParams {
+                        context_id: done.context_id.clone(),
+                        page_size: Some(10),
+                        ..ListTasksParams::default()
+                    },
+                )
+                .await
+                .expect("list_tasks");
+            assert!(
+                page.tasks.iter().any(|t| t.id == id),
+                "{binding:?}: {page:?}"
+            );
+            let missing = engine.get_task("echo", "no-such-task").await.unwrap_err();
+            assert_eq!(missing.code, "a2a.task_not_found", "{binding:?}: {missing}");
+
+            // A working task: follow it, cancel it, see the cancellation on the stream.
+            let mut handle = engine
+                .run(one_step("slow", "wait"), Arc::new(host()))
+                .spawn();
+            let mut working = None;
+            while let Some(event) = handle.next_event().await {
+                if event.type_str() == "agent_status_update"
+                    && event.data["state"] == "TASK_STATE_WORKING"
+                {
+                    working = event.data["taskId"].as_str().map(str::to_owned);
+                    break;
+                }
+            }
+            let id = working.expect("a working task");
+            let mut sub = engine.subscribe_to_task("slow", &id).expect("subscribe");
+            let first = sub.next_event().await.expect("an event").expect("no error");
+            assert_eq!(first.task_id(), Some(id.as_str()), "{binding:?}");
+            let cancelled = engine.cancel_task("slow", &id).await.expect("cancel_task");
+            assert_eq!(cancelled.status.state, TaskState::Canceled, "{binding:?}");
+            let mut saw_cancel = false;
+            while let Some(item) = sub.next_event().await {
+                match item.expect("no error") {
+                    StreamResponse::StatusUpdate(u) if u.status.state == TaskState::Canceled => {
+                        saw_cancel = true;
+                    }
+                    StreamResponse::Task(t) if t.status.state == TaskState::Canceled => {
+                        saw_cancel = true;
+                    }
+                    _ => {}
+                }
+            }
+            assert!(saw_cancel, "{binding:?}: the stream told the cancellation");
+            let again = engine.cancel_task("slow", &id).await.unwrap_err();
+            assert_eq!(
+                again.code, "a2a.task_not_cancelable",
+                "{binding:?}: {again}"
+            );
+            handle.cancel();
+            let _ = handle.result().await;
+        }
+    });
+}
