@@ -30,6 +30,8 @@ use crate::config::{
 use crate::error::EngineError;
 use crate::events::{EventSink, OnFinish, OnFinishError, RunHandle};
 use crate::http::HttpClient;
+use crate::lifecycle::{ENGINE_CLOSED, Registry};
+use crate::run_loop::Cancel;
 use crate::run_loop::{Driver, Recorder};
 use crate::runtime::Runtime;
 use crate::tls::TlsConfig;
@@ -339,6 +341,7 @@ impl<R: Runtime> EngineBuilder<R> {
                 runs: AtomicU64::new(0),
                 credentials,
                 tls,
+                registry: Arc::new(Registry::default()),
             }),
         })
     }
@@ -353,6 +356,15 @@ struct Inner<R> {
     credentials: Option<a2at_core::auth::CredentialsConfig>,
     /// Kept for the [`ExtensionSender`](crate::ExtensionSender) built from this engine.
     tls: TlsConfig,
+    /// The open runs and subscriptions, for [`Engine::close`].
+    registry: Arc<Registry>,
+}
+
+impl<R> Drop for Inner<R> {
+    /// The last clone of the engine is gone: close without waiting.
+    fn drop(&mut self) {
+        self.registry.close_now();
+    }
 }
 
 /// The engine: validated cards, settings, the HTTP client and the concurrency limits. Cheap to
@@ -504,6 +516,11 @@ impl<R: Runtime> Engine<R> {
         }
     }
 
+    /// The open runs and subscriptions.
+    pub(crate) fn registry(&self) -> Arc<Registry> {
+        self.inner.registry.clone()
+    }
+
     /// The transport every exchange of this engine goes through (runs and task calls).
     pub(crate) fn transport(&self) -> Arc<Transport<R>> {
         self.inner.transport.clone()
@@ -636,7 +653,9 @@ impl<R: Runtime, C: ControlPoint + 'static> RunBuilder<R, C> {
         let seed = self.seed.unwrap_or_else(|| self.engine.next_seed());
         let mut config = self.engine.run_config(seed);
         config.events = self.events.unwrap_or_default();
-        let recorder = self.trace.and_then(|writer| {
+        let slot = self.engine.inner.registry.open_run();
+        let trace = self.trace.filter(|_| slot.is_some());
+        let recorder = trace.and_then(|writer| {
             Recorder::start(
                 writer,
                 &self.workflow,
@@ -652,10 +671,22 @@ impl<R: Runtime, C: ControlPoint + 'static> RunBuilder<R, C> {
             self.start,
         );
         let execution_id = run.execution_id().to_owned();
-        tracing::info!(%execution_id, seed, "run started");
         let (events_tx, events_rx) = mpsc::unbounded();
         let (cancel_tx, cancel_rx) = oneshot::channel();
         let (result_tx, result_rx) = oneshot::channel();
+        let Some((ticket, close_rx)) = slot else {
+            tracing::warn!(%execution_id, "run refused: the engine is closed");
+            let _ = result_tx.send(closed_result(execution_id.clone()));
+            drop(events_tx);
+            return RunHandle {
+                execution_id,
+                seed,
+                events: Some(events_rx),
+                result: result_rx,
+                cancel: std::sync::Mutex::new(Some(cancel_tx)),
+            };
+        };
+        tracing::info!(%execution_id, seed, "run started");
         let driver = Driver {
             transport: self.engine.inner.transport.clone(),
             control_point: self.control_point,
@@ -663,11 +694,14 @@ impl<R: Runtime, C: ControlPoint + 'static> RunBuilder<R, C> {
             sink: self.sink,
             events_tx,
             recorder,
+            ticket: Some(ticket),
         };
         let span = tracing::info_span!("a2at_run", %execution_id, seed);
         R::spawn(
             async move {
-                let result = driver.drive(run, cancel_rx).await;
+                let result = driver
+                    .drive(run, Cancel::either(cancel_rx, Some(close_rx)))
+                    .await;
                 let _ = result_tx.send(result);
             }
             .instrument(span),
@@ -687,6 +721,21 @@ impl<R: Runtime, C: ControlPoint + 'static> RunBuilder<R, C> {
             self.events = Some(EventSelection::None);
         }
         self.spawn().result().await
+    }
+}
+
+/// The result of a run refused because the engine was closed: nothing ran.
+fn closed_result(execution_id: String) -> ExecutionResult {
+    ExecutionResult {
+        execution_id,
+        success: false,
+        error: Some(a2at_core::result::RunError {
+            code: ENGINE_CLOSED.to_owned(),
+            message: "the engine is closed: no new run starts".to_owned(),
+        }),
+        history: Vec::new(),
+        step_outputs: Default::default(),
+        steps: Vec::new(),
     }
 }
 

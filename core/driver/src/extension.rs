@@ -59,6 +59,7 @@ use crate::config::{DEFAULT_LOGIN_TIMEOUT, EnvLookup, SeedSource, protocol_log_c
 use crate::engine::Engine;
 use crate::error::EngineError;
 use crate::http::HttpClient;
+use crate::lifecycle::Registry;
 use crate::run_loop::{Waiter, spawn_abortable};
 use crate::runtime::Runtime;
 use crate::tls::TlsConfig;
@@ -157,6 +158,7 @@ pub struct ExtensionSenderBuilder<R> {
     tls: Option<TlsConfig>,
     login_timeout: Duration,
     log: Option<a2at_core::protolog::LogConfig>,
+    registry: Option<Arc<Registry>>,
 }
 
 impl<R> std::fmt::Debug for ExtensionSenderBuilder<R> {
@@ -301,6 +303,7 @@ impl<R: Runtime> ExtensionSenderBuilder<R> {
                     log,
                 }),
                 operations: AtomicU64::new(0),
+                registry: self.registry,
             }),
         })
     }
@@ -311,6 +314,9 @@ struct SenderInner<R> {
     config: ExtensionSenderConfig,
     transport: Arc<Transport<R>>,
     operations: AtomicU64,
+    /// The registry of the engine this sender was built from: closing the engine closes its
+    /// subscriptions.
+    registry: Option<Arc<Registry>>,
 }
 
 /// Sends Authorization-T and opens Notification-T subscriptions, independently of any workflow.
@@ -360,6 +366,7 @@ impl<R: Runtime> Engine<R> {
             tls: Some(parts.tls),
             login_timeout: c.login_timeout,
             log: Some(parts.log),
+            registry: Some(self.registry()),
         }
     }
 
@@ -383,6 +390,7 @@ impl<R: Runtime> ExtensionSender<R> {
             tls: None,
             login_timeout: DEFAULT_LOGIN_TIMEOUT,
             log: None,
+            registry: None,
         }
     }
 
@@ -556,7 +564,20 @@ impl<R: Runtime> ExtensionSender<R> {
         });
         let shared = handle.shared.clone();
         let transport = self.inner.transport.clone();
+        let ticket = match &self.inner.registry {
+            None => None,
+            Some(registry) => {
+                let closing = handle.clone();
+                let ticket = registry.open_subscription(move || closing.close());
+                if ticket.is_none() {
+                    // The engine is closed: this subscription ends at once.
+                    handle.close();
+                }
+                ticket
+            }
+        };
         R::spawn(async move {
+            let _ticket = ticket;
             let tell_shared = shared.clone();
             drive(NotiMachine(machine), transport, close_rx, move |out| {
                 tell_shared.on_output(out, R::now(), &queue_tx);
@@ -956,7 +977,7 @@ impl Machine for NotiMachine {
 pub(crate) async fn drive<R: Runtime, M: Machine>(
     mut machine: M,
     transport: Arc<Transport<R>>,
-    close: oneshot::Receiver<()>,
+    close: impl Into<crate::run_loop::Cancel>,
     mut tell: impl FnMut(M::Told) + Send,
 ) {
     let mut waiter = Waiter::<R>::new(close);

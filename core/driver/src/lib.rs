@@ -76,6 +76,7 @@ mod error;
 mod events;
 mod extension;
 mod http;
+mod lifecycle;
 mod run_loop;
 mod runtime;
 mod tasks;
@@ -102,6 +103,7 @@ pub use extension::{
     NotificationSubscription, Reattachment, SubscriptionCompletion,
 };
 pub use http::HttpClient;
+pub use lifecycle::{CloseMode, CloseReport, ENGINE_CLOSED};
 pub use runtime::{BoxFuture, Runtime};
 pub use tasks::TaskSubscription;
 pub use tls::TlsConfig;

@@ -23,8 +23,11 @@ use futures::{FutureExt, SinkExt, StreamExt};
 use std::io::Write;
 
 use crate::events::{EventSink, OnFinish};
+use crate::lifecycle::RunTicket;
 use crate::runtime::{BoxFuture, Runtime, elapsed};
 use crate::transport::Transport;
+use a2at_core::io::OpPurpose;
+use std::sync::atomic::Ordering;
 
 /// Completions waiting for the driver; exchange tasks wait when it is full.
 const COMPLETION_QUEUE: usize = 1024;
@@ -37,6 +40,8 @@ pub(crate) struct Driver<R, C> {
     pub(crate) sink: Option<EventSink>,
     pub(crate) events_tx: mpsc::UnboundedSender<EventEnvelope>,
     pub(crate) recorder: Option<Recorder>,
+    /// The run's place in the engine's registry (counters for the close report).
+    pub(crate) ticket: Option<RunTicket>,
 }
 
 /// Writes the run's trace: every input the driver feeds the core and every output it drains.
@@ -86,6 +91,39 @@ impl Recorder {
     }
 }
 
+/// Resolves when any of its receivers resolves (sent or dropped): the host's cancel and the
+/// engine's close both cancel a run.
+pub(crate) struct Cancel {
+    receivers: Vec<oneshot::Receiver<()>>,
+}
+
+impl Cancel {
+    /// Cancelled by either receiver.
+    pub(crate) fn either(a: oneshot::Receiver<()>, b: Option<oneshot::Receiver<()>>) -> Cancel {
+        Cancel {
+            receivers: std::iter::once(a).chain(b).collect(),
+        }
+    }
+
+    fn poll(&mut self, cx: &mut std::task::Context<'_>) -> Poll<()> {
+        if self
+            .receivers
+            .iter_mut()
+            .any(|rx| rx.poll_unpin(cx).is_ready())
+        {
+            Poll::Ready(())
+        } else {
+            Poll::Pending
+        }
+    }
+}
+
+impl From<oneshot::Receiver<()>> for Cancel {
+    fn from(rx: oneshot::Receiver<()>) -> Cancel {
+        Cancel::either(rx, None)
+    }
+}
+
 /// Why the driver woke up.
 enum Wake {
     Cancel,
@@ -97,7 +135,7 @@ enum Wake {
 /// Shared by every driver loop (runs and extension operations) so the wake-up rules exist once.
 pub(crate) struct Waiter<R> {
     epoch: std::time::Instant,
-    cancel: Option<oneshot::Receiver<()>>,
+    cancel: Option<Cancel>,
     sleep: Option<BoxFuture<()>>,
     armed: Option<Timestamp>,
     runtime: std::marker::PhantomData<fn() -> R>,
@@ -105,10 +143,10 @@ pub(crate) struct Waiter<R> {
 
 impl<R: Runtime> Waiter<R> {
     /// Starts the machine's clock now; `cancel` resolving (sent or dropped) means cancel.
-    pub(crate) fn new(cancel: oneshot::Receiver<()>) -> Waiter<R> {
+    pub(crate) fn new(cancel: impl Into<Cancel>) -> Waiter<R> {
         Waiter {
             epoch: R::now(),
-            cancel: Some(cancel),
+            cancel: Some(cancel.into()),
             sleep: None,
             armed: None,
             runtime: std::marker::PhantomData,
@@ -140,7 +178,7 @@ impl<R: Runtime> Waiter<R> {
         }
         let wake = std::future::poll_fn(|cx| {
             if let Some(c) = self.cancel.as_mut() {
-                if c.poll_unpin(cx).is_ready() {
+                if c.poll(cx).is_ready() {
                     self.cancel = None;
                     return Poll::Ready(Wake::Cancel);
                 }
@@ -181,11 +219,7 @@ pub(crate) fn stamp_event(event: Event) -> EventEnvelope {
 
 impl<R: Runtime, C: ControlPoint + 'static> Driver<R, C> {
     /// Drives `run` to its end. `cancel` resolving (sent or dropped) cancels it.
-    pub(crate) async fn drive(
-        mut self,
-        mut run: Run,
-        cancel: oneshot::Receiver<()>,
-    ) -> ExecutionResult {
+    pub(crate) async fn drive(mut self, mut run: Run, cancel: Cancel) -> ExecutionResult {
         let mut waiter = Waiter::<R>::new(cancel);
         let (tx, mut rx) = mpsc::channel::<Input>(COMPLETION_QUEUE);
         // Every spawned exchange and callback, by the id the core may abort it with.
@@ -197,6 +231,11 @@ impl<R: Runtime, C: ControlPoint + 'static> Driver<R, C> {
                 Recorder::write(&mut self.recorder, |w| w.output(&output));
                 match output {
                     Output::Transmit(req) => {
+                        if req.purpose == OpPurpose::Cancel {
+                            if let Some(t) = &self.ticket {
+                                t.stats.cancels_sent.fetch_add(1, Ordering::Relaxed);
+                            }
+                        }
                         let op = req.op;
                         let transport = self.transport.clone();
                         let tx = tx.clone();

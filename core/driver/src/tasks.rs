@@ -21,6 +21,7 @@ use futures::channel::{mpsc, oneshot};
 
 use crate::engine::Engine;
 use crate::extension::{Machine, MachineStep, drive};
+use crate::run_loop::Cancel;
 use crate::runtime::Runtime;
 
 /// What a task call tells its caller.
@@ -59,6 +60,13 @@ impl Machine for TaskMachine {
     }
 }
 
+fn closed() -> TaskError {
+    TaskError::new(
+        crate::lifecycle::ENGINE_CLOSED,
+        "the engine is closed: no new task call starts",
+    )
+}
+
 fn stopped() -> TaskError {
     TaskError::new(
         host::codes::EXECUTION_FAILED,
@@ -72,6 +80,9 @@ impl<R: Runtime> Engine<R> {
         agent: &str,
         command: TaskCommand,
     ) -> Result<TaskOperation, TaskError> {
+        if self.is_closed() {
+            return Err(closed());
+        }
         let config = TaskOperationConfig {
             seed: self.next_seed(),
             budget: self.config().run.task_budget,
@@ -178,22 +189,35 @@ impl<R: Runtime> Engine<R> {
         };
         let machine = self.task_operation(agent, command)?;
         let (close_tx, close_rx) = oneshot::channel::<()>();
+        // Engine::close ends the subscription too.
+        let (engine_close_tx, engine_close_rx) = oneshot::channel::<()>();
+        let ticket = self
+            .registry()
+            .open_subscription(move || {
+                let _ = engine_close_tx.send(());
+            })
+            .ok_or_else(closed)?;
         let (events_tx, events_rx) = mpsc::unbounded();
-        R::spawn(drive(
-            TaskMachine(machine),
-            self.transport(),
-            close_rx,
-            move |told| {
-                let item = match told {
-                    Told::Event(e) => Some(Ok(e)),
-                    Told::Finished(Err(e)) => Some(Err(e)),
-                    Told::Finished(Ok(_)) => None,
-                };
-                if let Some(item) = item {
-                    let _ = events_tx.unbounded_send(item);
-                }
-            },
-        ));
+        let transport = self.transport();
+        R::spawn(async move {
+            drive(
+                TaskMachine(machine),
+                transport,
+                Cancel::either(close_rx, Some(engine_close_rx)),
+                move |told| {
+                    let item = match told {
+                        Told::Event(e) => Some(Ok(e)),
+                        Told::Finished(Err(e)) => Some(Err(e)),
+                        Told::Finished(Ok(_)) => None,
+                    };
+                    if let Some(item) = item {
+                        let _ = events_tx.unbounded_send(item);
+                    }
+                },
+            )
+            .await;
+            drop(ticket);
+        });
         Ok(TaskSubscription {
             agent: agent.to_owned(),
             task_id: task_id.to_owned(),

@@ -7,6 +7,7 @@
 #![allow(missing_docs)]
 
 pub mod auth;
+pub mod close;
 pub mod engine_api;
 pub mod extension;
 pub mod http_runs;
@@ -228,6 +229,25 @@ macro_rules! tasks_suite {
                 subscribe_to_task_streams_typed_events_until_the_agent_ends_it,
                 closing_a_subscription_drops_the_stream_and_sends_nothing,
                 task_call_errors_are_typed,
+            ]
+        );
+    };
+}
+
+/// Instantiates the close suite (`Engine::close`: drain or cancel, `CancelTask` for abandoned
+/// tasks, subscriptions closed, nothing new after the close, dropping the engine) on a
+/// [`TestRuntime`](crate::runtime::TestRuntime).
+#[macro_export]
+macro_rules! close_suite {
+    ($rt:ty) => {
+        $crate::__suite_tests!(
+            $rt,
+            close,
+            [
+                draining_lets_runs_finish_then_nothing_new_starts,
+                a_drain_deadline_cancels_what_is_left_and_cancels_its_remote_tasks,
+                cancel_mode_cancels_at_once_and_closes_every_subscription,
+                dropping_the_engine_cancels_its_runs_without_waiting,
             ]
         );
     };
