@@ -191,6 +191,29 @@ impl Run {
         self.finished.as_ref()
     }
 
+    /// How many subtasks have finished so far (their whole send-and-negotiation cycle is
+    /// over); see [`Run::finished_task`].
+    pub fn finished_count(&self) -> usize {
+        match &self.finished {
+            Some(r) => r.history.len(),
+            None => self.finish_order.len(),
+        }
+    }
+
+    /// The `i`-th subtask to finish (0-based, in the order they finished), as it will appear
+    /// in the result's history; after the end, the result's history itself.
+    pub fn finished_task(&self, i: usize) -> Option<&TaskExecutionResult> {
+        if let Some(r) = &self.finished {
+            return r.history.get(i);
+        }
+        let key = self.finish_order.get(i)?;
+        self.steps
+            .get(key.step.index())?
+            .results
+            .get(key.subtask as usize)?
+            .as_ref()
+    }
+
     /// Feeds one input that happened at `now`.
     pub fn handle(&mut self, input: Input, now: Timestamp) -> Result<(), ApiMisuse> {
         let before = self.ctx.now;

@@ -28,7 +28,9 @@ use crate::config::{
     DEFAULT_LOGIN_TIMEOUT, EnvFile, EnvLookup, LogOverrides, SeedSource, protocol_log_config,
 };
 use crate::error::EngineError;
-use crate::events::{EventSink, OnFinish, OnFinishError, RunHandle};
+use crate::events::{
+    ConversationClosed, ConversationHook, EventSink, OnFinish, OnFinishError, RunHandle,
+};
 use crate::http::HttpClient;
 use crate::lifecycle::{ENGINE_CLOSED, Registry};
 use crate::run_loop::Cancel;
@@ -120,6 +122,7 @@ pub struct EngineBuilder<R> {
     env_file: Option<EnvFile>,
     log: LogOverrides,
     tls: Option<TlsConfig>,
+    on_conversation_closed: Option<ConversationHook>,
 }
 
 impl<R> std::fmt::Debug for EngineBuilder<R> {
@@ -253,6 +256,19 @@ impl<R: Runtime> EngineBuilder<R> {
         self
     }
 
+    /// The per-conversation close hook: called once for every conversation (the `contextId`
+    /// of one task activation: its send, waiting and every negotiation exchange) after its
+    /// whole cycle is over, whatever the outcome, and before the run's result is delivered;
+    /// never after each HTTP request. Local (`SELF_LOOP`) tasks have no conversation. Its
+    /// panics are caught and ignored.
+    pub fn on_conversation_closed(
+        mut self,
+        hook: impl Fn(&ConversationClosed) + Send + Sync + 'static,
+    ) -> Self {
+        self.on_conversation_closed = Some(Arc::new(hook));
+        self
+    }
+
     /// See [`EngineConfig::login_timeout`] (must be positive).
     pub fn login_timeout(mut self, timeout: Duration) -> Self {
         self.config.login_timeout = timeout;
@@ -342,6 +358,7 @@ impl<R: Runtime> EngineBuilder<R> {
                 credentials,
                 tls,
                 registry: Arc::new(Registry::default()),
+                on_conversation_closed: self.on_conversation_closed,
             }),
         })
     }
@@ -358,6 +375,7 @@ struct Inner<R> {
     tls: TlsConfig,
     /// The open runs and subscriptions, for [`Engine::close`].
     registry: Arc<Registry>,
+    on_conversation_closed: Option<ConversationHook>,
 }
 
 impl<R> Drop for Inner<R> {
@@ -404,6 +422,7 @@ impl<R: Runtime> Engine<R> {
             env_file: None,
             log: LogOverrides::default(),
             tls: None,
+            on_conversation_closed: None,
         }
     }
 
@@ -695,6 +714,7 @@ impl<R: Runtime, C: ControlPoint + 'static> RunBuilder<R, C> {
             events_tx,
             recorder,
             ticket: Some(ticket),
+            on_conversation_closed: self.engine.inner.on_conversation_closed.clone(),
         };
         let span = tracing::info_span!("a2at_run", %execution_id, seed);
         R::spawn(

@@ -26,6 +26,30 @@ pub type OnFinish = Arc<
         + Sync,
 >;
 
+/// One conversation that is over: the A2A context of one task activation, after its whole
+/// send-plus-negotiation cycle (whatever its outcome).
+#[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
+pub struct ConversationClosed {
+    /// The run's execution id.
+    pub execution_id: String,
+    /// The step the task belonged to.
+    pub step: String,
+    /// The agent (card name).
+    pub agent: String,
+    /// The conversation's `contextId`.
+    pub context_id: String,
+    /// The agent's task id, when one was created.
+    pub remote_task_id: Option<String>,
+}
+
+/// The per-conversation close hook ([`EngineBuilder::on_conversation_closed`]): called once
+/// per context, after its last exchange, before the run's result is delivered. Its panics are
+/// caught and ignored.
+///
+/// [`EngineBuilder::on_conversation_closed`]: crate::EngineBuilder::on_conversation_closed
+pub type ConversationHook = Arc<dyn Fn(&ConversationClosed) + Send + Sync>;
+
 /// A running workflow: its events as they happen, cancellation and the final result.
 ///
 /// Dropping the handle (or the future of [`RunHandle::result`]) cancels the run; the run is still

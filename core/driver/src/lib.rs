@@ -97,7 +97,10 @@ pub use engine::{
     CREDENTIAL_KEY_ENV, Engine, EngineBuilder, EngineConfig, RunBuilder, load_credentials,
 };
 pub use error::EngineError;
-pub use events::{EventSink, EventStream, OnFinish, OnFinishError, RunHandle};
+pub use events::{
+    ConversationClosed, ConversationHook, EventSink, EventStream, OnFinish, OnFinishError,
+    RunHandle,
+};
 pub use extension::{
     ExtensionError, ExtensionSender, ExtensionSenderBuilder, ExtensionSenderConfig, Heartbeat,
     NotificationSubscription, Reattachment, SubscriptionCompletion,

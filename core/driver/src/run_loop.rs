@@ -1,7 +1,7 @@
 //! The driver loop: drain the core's outputs, carry them out concurrently, feed completions back
 //! with the time they happened. It decides nothing.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
 use std::task::Poll;
@@ -22,7 +22,7 @@ use futures::future::{AbortHandle, Abortable};
 use futures::{FutureExt, SinkExt, StreamExt};
 use std::io::Write;
 
-use crate::events::{EventSink, OnFinish};
+use crate::events::{ConversationClosed, ConversationHook, EventSink, OnFinish};
 use crate::lifecycle::RunTicket;
 use crate::runtime::{BoxFuture, Runtime, elapsed};
 use crate::transport::Transport;
@@ -42,6 +42,8 @@ pub(crate) struct Driver<R, C> {
     pub(crate) recorder: Option<Recorder>,
     /// The run's place in the engine's registry (counters for the close report).
     pub(crate) ticket: Option<RunTicket>,
+    /// Called once per finished conversation.
+    pub(crate) on_conversation_closed: Option<ConversationHook>,
 }
 
 /// Writes the run's trace: every input the driver feeds the core and every output it drains.
@@ -226,7 +228,11 @@ impl<R: Runtime, C: ControlPoint + 'static> Driver<R, C> {
         let mut ops: BTreeMap<OpId, AbortHandle> = BTreeMap::new();
         let mut calls: BTreeMap<CallId, AbortHandle> = BTreeMap::new();
         let mut collected: Vec<EventEnvelope> = Vec::new();
+        // Conversations already reported to the close hook, and finished tasks looked at.
+        let mut closed_contexts: BTreeSet<String> = BTreeSet::new();
+        let mut tasks_seen = 0usize;
         loop {
+            self.close_conversations(&run, &mut tasks_seen, &mut closed_contexts);
             while let Some(output) = run.poll_output() {
                 Recorder::write(&mut self.recorder, |w| w.output(&output));
                 match output {
@@ -298,6 +304,36 @@ impl<R: Runtime, C: ControlPoint + 'static> Driver<R, C> {
                 if let Err(misuse) = run.handle_timeout(now) {
                     tracing::error!(%misuse, "the core rejected a timeout (runtime bug)");
                 }
+            }
+        }
+    }
+
+    /// Calls the conversation close hook for every task that finished since the last call,
+    /// once per context id.
+    fn close_conversations(&self, run: &Run, seen: &mut usize, closed: &mut BTreeSet<String>) {
+        let Some(hook) = &self.on_conversation_closed else {
+            return;
+        };
+        while *seen < run.finished_count() {
+            let Some(task) = run.finished_task(*seen) else {
+                break;
+            };
+            *seen += 1;
+            let Some(context_id) = task.context_id.clone() else {
+                continue;
+            };
+            if !closed.insert(context_id.clone()) {
+                continue;
+            }
+            let conversation = ConversationClosed {
+                execution_id: run.execution_id().to_owned(),
+                step: task.step_name.clone(),
+                agent: task.agent_name.clone(),
+                context_id,
+                remote_task_id: task.remote_task_id.clone(),
+            };
+            if std::panic::catch_unwind(AssertUnwindSafe(|| hook(&conversation))).is_err() {
+                tracing::warn!(agent = %conversation.agent, "conversation close hook panicked; ignored");
             }
         }
     }

@@ -192,3 +192,85 @@ pub fn dropping_the_engine_cancels_its_runs_without_waiting<T: TestRuntime>() {
         );
     })
 }
+
+pub fn the_conversation_hook_runs_once_per_context_after_its_whole_cycle<T: TestRuntime>() {
+    use a2at_core::a2at::{NEGOTIATION_T_URI, Performative};
+    use a2at_core::host::{NegotiationReply, TaskResult};
+    use std::sync::Mutex;
+    T::block_on(async {
+        let server = LoopbackServer::start(vec![
+            ScriptedAgent::new("alpha").rest(),
+            ScriptedAgent::new("neg")
+                .by_default(Plan::Negotiate(crate::agent::Negotiation::rounds(2, 3))),
+        ])
+        .await;
+        let server = Arc::new(server);
+        // (agent, context id, requests the agent had received when the hook ran)
+        let closed: Arc<Mutex<Vec<(String, String, usize)>>> = Arc::default();
+        let (record, seen_by) = (closed.clone(), server.clone());
+        let engine = Engine::<T>::builder(server.cards())
+            .poll_interval(Duration::from_millis(5))
+            .on_conversation_closed(move |c| {
+                let requests = seen_by.requests(&c.agent).len();
+                record
+                    .lock()
+                    .unwrap()
+                    .push((c.agent.clone(), c.context_id.clone(), requests));
+                if c.agent == "alpha" {
+                    panic!("a panicking hook changes nothing");
+                }
+            })
+            .build()
+            .expect("engine");
+        let host = ControlPointBuilder::new()
+            .on_task(|req| async move {
+                let content = MessageContent::text(req.instruction.clone());
+                Ok(if req.agent_name == "neg" {
+                    content.with_extension(NEGOTIATION_T_URI)
+                } else {
+                    content
+                })
+            })
+            .on_self_task(|_| async { Ok(TaskResult::success(vec![json!("local")])) })
+            .on_negotiation(|r| async move {
+                Ok(NegotiationReply::Send {
+                    content: r.reply(Performative::Accept, "ok").expect("valid context"),
+                })
+            })
+            .build();
+        let wf = parse_and_validate(
+            &json!({"steps": [
+                {"name": "a", "subtasks": [{"agent": "alpha", "description": "x"}, {"agent": "neg", "description": "y"}],
+                 "next": [{"step": "local"}]},
+                {"name": "local", "step_type": "SELF_LOOP", "subtasks": [{"agent": "me", "description": "z"}]}
+            ]})
+            .to_string(),
+        )
+        .expect("valid workflow");
+        let result = engine.execute(wf, Default::default(), Arc::new(host)).await;
+        assert!(result.success, "{:?}", result.error);
+        let mut closed = closed.lock().unwrap().clone();
+        closed.sort();
+        assert_eq!(
+            closed.len(),
+            2,
+            "one call per conversation, none for local tasks: {closed:?}"
+        );
+        let contexts: Vec<Option<String>> = ["alpha", "neg"]
+            .iter()
+            .map(|a| {
+                result
+                    .history
+                    .iter()
+                    .find(|t| t.agent_name == *a)
+                    .and_then(|t| t.context_id.clone())
+            })
+            .collect();
+        assert_eq!(Some(closed[0].1.clone()), contexts[0]);
+        assert_eq!(Some(closed[1].1.clone()), contexts[1]);
+        // After the whole cycle: the send and both negotiation replies had gone out.
+        assert_eq!(closed[0].2, server.requests("alpha").len());
+        assert_eq!(closed[1].2, server.requests("neg").len());
+        assert!(closed[1].2 >= 3, "{closed:?}");
+    })
+}

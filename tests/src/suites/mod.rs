@@ -248,6 +248,7 @@ macro_rules! close_suite {
                 a_drain_deadline_cancels_what_is_left_and_cancels_its_remote_tasks,
                 cancel_mode_cancels_at_once_and_closes_every_subscription,
                 dropping_the_engine_cancels_its_runs_without_waiting,
+                the_conversation_hook_runs_once_per_context_after_its_whole_cycle,
             ]
         );
     };
