@@ -30,7 +30,7 @@ use serde_json::{Value, json};
 
 use crate::a2a::{A2aCall, ResponseItem, StreamResponse};
 use crate::agents::AgentDirectory;
-pub use crate::config::{ConfigError, RunConfig};
+pub use crate::config::{ConfigError, INVALID_CONFIG, RunConfig};
 use crate::event::EventType;
 use crate::host::{
     HostReply, HostRequest, RouteDecision, RouteRequest, TaskExecutionResult, TaskRequest,
@@ -117,7 +117,21 @@ pub struct Run {
 }
 
 impl Run {
-    /// Creates the run. Nothing happens until the first [`Run::handle_timeout`] or
+    /// [`Run::new`] after checking `config` ([`RunConfig::validate`]): a zero budget,
+    /// interval or limit, a negative history length or a bad retry policy is refused with an
+    /// error naming the setting, and no run exists.
+    pub fn try_new(
+        workflow: Arc<ValidatedWorkflow>,
+        agents: Arc<AgentDirectory>,
+        config: RunConfig,
+        start: RunStart,
+    ) -> Result<Run, ConfigError> {
+        config.validate()?;
+        Ok(Run::new(workflow, agents, config, start))
+    }
+
+    /// Creates the run without checking `config` (see [`Run::try_new`]). Nothing happens
+    /// until the first [`Run::handle_timeout`] or
     /// [`Run::handle`]; the `start` event and the first dispatches are queued at once.
     pub fn new(
         workflow: Arc<ValidatedWorkflow>,

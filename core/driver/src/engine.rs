@@ -471,6 +471,9 @@ impl<R: Runtime> Engine<R> {
             seed: None,
             trace: None,
             events: None,
+            task_budget: None,
+            callback_budget: None,
+            max_negotiation_exchanges: None,
         }
     }
 
@@ -593,6 +596,9 @@ pub struct RunBuilder<R, C> {
     seed: Option<u64>,
     trace: Option<Box<dyn std::io::Write + Send>>,
     events: Option<EventSelection>,
+    task_budget: Option<Duration>,
+    callback_budget: Option<Duration>,
+    max_negotiation_exchanges: Option<u32>,
 }
 
 impl<R, C> std::fmt::Debug for RunBuilder<R, C> {
@@ -608,6 +614,27 @@ impl<R: Runtime, C: ControlPoint + 'static> RunBuilder<R, C> {
     /// The runtime intent and language of the run.
     pub fn start(mut self, start: RunStart) -> Self {
         self.start = start;
+        self
+    }
+
+    /// This run's budget per task activation (overrides [`RunConfig::task_budget`]; must be
+    /// positive, else the run ends at once with `config.invalid` naming it).
+    pub fn task_budget(mut self, budget: Duration) -> Self {
+        self.task_budget = Some(budget);
+        self
+    }
+
+    /// This run's budget per `on_route` / `on_self_task` call (overrides
+    /// [`RunConfig::callback_budget`]; must be positive).
+    pub fn callback_budget(mut self, budget: Duration) -> Self {
+        self.callback_budget = Some(budget);
+        self
+    }
+
+    /// This run's negotiation exchanges per task (overrides
+    /// [`RunConfig::max_negotiation_exchanges`]; must be at least 1).
+    pub fn max_negotiation_exchanges(mut self, n: u32) -> Self {
+        self.max_negotiation_exchanges = Some(n);
         self
     }
 
@@ -672,6 +699,28 @@ impl<R: Runtime, C: ControlPoint + 'static> RunBuilder<R, C> {
         let seed = self.seed.unwrap_or_else(|| self.engine.next_seed());
         let mut config = self.engine.run_config(seed);
         config.events = self.events.unwrap_or_default();
+        if let Some(b) = self.task_budget {
+            config.task_budget = b;
+        }
+        if let Some(b) = self.callback_budget {
+            config.callback_budget = b;
+        }
+        if let Some(n) = self.max_negotiation_exchanges {
+            config.max_negotiation_exchanges = n;
+        }
+        // Settings are checked at the door: a bad one refuses the run before anything runs.
+        if let Err(e) = config.validate() {
+            let execution_id = a2at_core::IdGenerator::new(seed).next_uuid();
+            tracing::warn!(%execution_id, error = %e, "run refused: unusable setting");
+            return refused(
+                execution_id,
+                seed,
+                a2at_core::result::RunError {
+                    code: a2at_core::run::INVALID_CONFIG.to_owned(),
+                    message: format!("invalid run setting: {e}"),
+                },
+            );
+        }
         let slot = self.engine.inner.registry.open_run();
         let trace = self.trace.filter(|_| slot.is_some());
         let recorder = trace.and_then(|writer| {
@@ -690,21 +739,20 @@ impl<R: Runtime, C: ControlPoint + 'static> RunBuilder<R, C> {
             self.start,
         );
         let execution_id = run.execution_id().to_owned();
+        let Some((ticket, close_rx)) = slot else {
+            tracing::warn!(%execution_id, "run refused: the engine is closed");
+            return refused(
+                execution_id,
+                seed,
+                a2at_core::result::RunError {
+                    code: ENGINE_CLOSED.to_owned(),
+                    message: "the engine is closed: no new run starts".to_owned(),
+                },
+            );
+        };
         let (events_tx, events_rx) = mpsc::unbounded();
         let (cancel_tx, cancel_rx) = oneshot::channel();
         let (result_tx, result_rx) = oneshot::channel();
-        let Some((ticket, close_rx)) = slot else {
-            tracing::warn!(%execution_id, "run refused: the engine is closed");
-            let _ = result_tx.send(closed_result(execution_id.clone()));
-            drop(events_tx);
-            return RunHandle {
-                execution_id,
-                seed,
-                events: Some(events_rx),
-                result: result_rx,
-                cancel: std::sync::Mutex::new(Some(cancel_tx)),
-            };
-        };
         tracing::info!(%execution_id, seed, "run started");
         let driver = Driver {
             transport: self.engine.inner.transport.clone(),
@@ -744,18 +792,25 @@ impl<R: Runtime, C: ControlPoint + 'static> RunBuilder<R, C> {
     }
 }
 
-/// The result of a run refused because the engine was closed: nothing ran.
-fn closed_result(execution_id: String) -> ExecutionResult {
-    ExecutionResult {
-        execution_id,
+/// The handle of a run refused at the door: nothing ran, no event, the result is `error`.
+fn refused(execution_id: String, seed: u64, error: a2at_core::result::RunError) -> RunHandle {
+    let (cancel_tx, _) = oneshot::channel();
+    let (result_tx, result_rx) = oneshot::channel();
+    let (_, events_rx) = mpsc::unbounded();
+    let _ = result_tx.send(ExecutionResult {
+        execution_id: execution_id.clone(),
         success: false,
-        error: Some(a2at_core::result::RunError {
-            code: ENGINE_CLOSED.to_owned(),
-            message: "the engine is closed: no new run starts".to_owned(),
-        }),
+        error: Some(error),
         history: Vec::new(),
         step_outputs: Default::default(),
         steps: Vec::new(),
+    });
+    RunHandle {
+        execution_id,
+        seed,
+        events: Some(events_rx),
+        result: result_rx,
+        cancel: std::sync::Mutex::new(Some(cancel_tx)),
     }
 }
 

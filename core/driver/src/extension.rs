@@ -272,6 +272,16 @@ impl<R: Runtime> ExtensionSenderBuilder<R> {
         if self.login_timeout.is_zero() {
             return Err(EngineError::Config("login_timeout must be positive"));
         }
+        ExtensionConfig {
+            send_budget: c.send_budget,
+            poll_interval: c.poll_interval,
+            cancel_budget: c.cancel_budget,
+            ack_timeout: c.ack_timeout,
+            max_reattach_attempts: c.max_reattach_attempts,
+            reattach_delay: c.reattach_delay,
+            ..ExtensionConfig::default()
+        }
+        .validate()?;
         let log = match self.log {
             Some(log) => log,
             None => protocol_log_config(&EnvLookup::process(), None)?,

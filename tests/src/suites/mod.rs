@@ -154,6 +154,7 @@ macro_rules! engine_api_suite {
                 invalid_cards_and_settings_are_typed_errors,
                 a_tls_policy_that_cannot_be_built_is_an_error_never_a_fallback,
                 events_are_built_only_when_someone_can_see_them,
+                zero_or_negative_settings_are_refused_at_the_door_naming_the_field,
             ]
         );
     };
