@@ -230,6 +230,16 @@ impl EventEnvelope {
         }
     }
 
+    /// Another event at the same time as this one (for an event hook that replaces or adds
+    /// events, e.g. `EventType::HostEvent` with a business payload).
+    pub fn derived(&self, kind: EventType, data: Value) -> EventEnvelope {
+        EventEnvelope {
+            kind,
+            data,
+            timestamp: self.timestamp,
+        }
+    }
+
     /// The stable type string.
     pub fn type_str(&self) -> &'static str {
         self.kind.as_str()

@@ -29,7 +29,7 @@ use crate::config::{
 };
 use crate::error::EngineError;
 use crate::events::{
-    ConversationClosed, ConversationHook, EventSink, OnFinish, OnFinishError, RunHandle,
+    ConversationClosed, ConversationHook, EventHook, EventSink, OnFinish, OnFinishError, RunHandle,
 };
 use crate::http::HttpClient;
 use crate::lifecycle::{ENGINE_CLOSED, Registry};
@@ -55,6 +55,12 @@ pub struct EngineConfig {
     pub max_in_flight: usize,
     /// Where run seeds come from (default: the OS).
     pub seed: SeedSource,
+    /// Events a run's stream holds before the run waits for the consumer (default 1024;
+    /// at least 1). A consumer that stops reading while holding the stream pauses the run
+    /// (and its cancellation) once this many events wait; memory stays bounded and no event
+    /// is dropped. Dropping the stream (or awaiting [`RunHandle::result`]) releases the run:
+    /// later events go only to the event sink and `on_finish`.
+    pub event_queue: usize,
     /// Deadline of one credential login, response body included (default 30 s).
     /// A login that misses it fails the send with an authentication error; nothing is sent
     /// unauthenticated.
@@ -69,6 +75,7 @@ impl Default for EngineConfig {
             max_in_flight_per_agent: 16,
             max_in_flight: 256,
             seed: SeedSource::Os,
+            event_queue: 1024,
             login_timeout: DEFAULT_LOGIN_TIMEOUT,
         }
     }
@@ -186,6 +193,12 @@ impl<R: Runtime> EngineBuilder<R> {
     /// See [`EngineConfig::max_in_flight_per_agent`].
     pub fn max_in_flight_per_agent(mut self, n: usize) -> Self {
         self.config.max_in_flight_per_agent = n;
+        self
+    }
+
+    /// See [`EngineConfig::event_queue`].
+    pub fn event_queue(mut self, capacity: usize) -> Self {
+        self.config.event_queue = capacity;
         self
     }
 
@@ -320,6 +333,9 @@ impl<R: Runtime> EngineBuilder<R> {
         };
         if self.config.max_in_flight == 0 {
             return Err(EngineError::Config("max_in_flight must be at least 1"));
+        }
+        if self.config.event_queue == 0 {
+            return Err(EngineError::Config("event_queue must be at least 1"));
         }
         if self.config.max_in_flight_per_agent == 0 {
             return Err(EngineError::Config(
@@ -474,6 +490,7 @@ impl<R: Runtime> Engine<R> {
             task_budget: None,
             callback_budget: None,
             max_negotiation_exchanges: None,
+            map_events: None,
         }
     }
 
@@ -599,6 +616,7 @@ pub struct RunBuilder<R, C> {
     task_budget: Option<Duration>,
     callback_budget: Option<Duration>,
     max_negotiation_exchanges: Option<u32>,
+    map_events: Option<EventHook>,
 }
 
 impl<R, C> std::fmt::Debug for RunBuilder<R, C> {
@@ -658,6 +676,18 @@ impl<R: Runtime, C: ControlPoint + 'static> RunBuilder<R, C> {
     /// since nobody could see them (the result is the same either way).
     pub fn events(mut self, selection: EventSelection) -> Self {
         self.events = Some(selection);
+        self
+    }
+
+    /// The event hook: maps each event to itself, another event, several (e.g. to inject
+    /// business events built with [`EventEnvelope::derived`] as `EventType::HostEvent`) or
+    /// none. A panicking hook leaves the original event. The sink, the stream and `on_finish`
+    /// see what it returns; the final `close` event does not pass through it.
+    pub fn map_events(
+        mut self,
+        hook: impl Fn(&EventEnvelope) -> Vec<EventEnvelope> + Send + Sync + 'static,
+    ) -> Self {
+        self.map_events = Some(Arc::new(hook));
         self
     }
 
@@ -750,7 +780,7 @@ impl<R: Runtime, C: ControlPoint + 'static> RunBuilder<R, C> {
                 },
             );
         };
-        let (events_tx, events_rx) = mpsc::unbounded();
+        let (events_tx, events_rx) = mpsc::channel(self.engine.inner.config.event_queue);
         let (cancel_tx, cancel_rx) = oneshot::channel();
         let (result_tx, result_rx) = oneshot::channel();
         tracing::info!(%execution_id, seed, "run started");
@@ -760,6 +790,8 @@ impl<R: Runtime, C: ControlPoint + 'static> RunBuilder<R, C> {
             on_finish: self.on_finish,
             sink: self.sink,
             events_tx,
+            events_open: true,
+            map_events: self.map_events,
             recorder,
             ticket: Some(ticket),
             on_conversation_closed: self.engine.inner.on_conversation_closed.clone(),
@@ -796,7 +828,7 @@ impl<R: Runtime, C: ControlPoint + 'static> RunBuilder<R, C> {
 fn refused(execution_id: String, seed: u64, error: a2at_core::result::RunError) -> RunHandle {
     let (cancel_tx, _) = oneshot::channel();
     let (result_tx, result_rx) = oneshot::channel();
-    let (_, events_rx) = mpsc::unbounded();
+    let (_, events_rx) = mpsc::channel(1);
     let _ = result_tx.send(ExecutionResult {
         execution_id: execution_id.clone(),
         success: false,

@@ -15,6 +15,13 @@ use futures::{Stream, StreamExt};
 /// execution (EV catalogue). It may be called from any thread.
 pub type EventSink = Arc<dyn Fn(&EventEnvelope) + Send + Sync>;
 
+/// The event hook ([`RunBuilder::map_events`](crate::RunBuilder::map_events)): maps each event
+/// to what the host wants delivered instead: itself (`vec![event.clone()]`), another event,
+/// several (e.g. the event plus business events), or none (`vec![]`). If it panics, the
+/// original event is delivered. It runs before the event sink, the event stream and the
+/// events handed to `on_finish`; the final `close` event is not passed through it.
+pub type EventHook = Arc<dyn Fn(&EventEnvelope) -> Vec<EventEnvelope> + Send + Sync>;
+
 /// The error an `on_finish` hook may return; it is logged and never changes the result.
 pub type OnFinishError = Box<dyn std::error::Error + Send + Sync>;
 
@@ -58,7 +65,7 @@ pub type ConversationHook = Arc<dyn Fn(&ConversationClosed) + Send + Sync>;
 pub struct RunHandle {
     pub(crate) execution_id: String,
     pub(crate) seed: u64,
-    pub(crate) events: Option<mpsc::UnboundedReceiver<EventEnvelope>>,
+    pub(crate) events: Option<mpsc::Receiver<EventEnvelope>>,
     pub(crate) result: oneshot::Receiver<ExecutionResult>,
     /// Sending or dropping it cancels the run.
     pub(crate) cancel: Mutex<Option<oneshot::Sender<()>>>,
@@ -134,7 +141,7 @@ impl RunHandle {
 /// The events of one run as a [`Stream`]; it ends after `close`.
 #[derive(Debug)]
 pub struct EventStream {
-    rx: Option<mpsc::UnboundedReceiver<EventEnvelope>>,
+    rx: Option<mpsc::Receiver<EventEnvelope>>,
 }
 
 impl Stream for EventStream {

@@ -98,8 +98,8 @@ pub use engine::{
 };
 pub use error::EngineError;
 pub use events::{
-    ConversationClosed, ConversationHook, EventSink, EventStream, OnFinish, OnFinishError,
-    RunHandle,
+    ConversationClosed, ConversationHook, EventHook, EventSink, EventStream, OnFinish,
+    OnFinishError, RunHandle,
 };
 pub use extension::{
     ExtensionError, ExtensionSender, ExtensionSenderBuilder, ExtensionSenderConfig, Heartbeat,

@@ -22,7 +22,7 @@ use futures::future::{AbortHandle, Abortable};
 use futures::{FutureExt, SinkExt, StreamExt};
 use std::io::Write;
 
-use crate::events::{ConversationClosed, ConversationHook, EventSink, OnFinish};
+use crate::events::{ConversationClosed, ConversationHook, EventHook, EventSink, OnFinish};
 use crate::lifecycle::RunTicket;
 use crate::runtime::{BoxFuture, Runtime, elapsed};
 use crate::transport::Transport;
@@ -38,7 +38,12 @@ pub(crate) struct Driver<R, C> {
     pub(crate) control_point: Arc<C>,
     pub(crate) on_finish: Option<OnFinish>,
     pub(crate) sink: Option<EventSink>,
-    pub(crate) events_tx: mpsc::UnboundedSender<EventEnvelope>,
+    /// The bounded event queue: a full queue pauses the run until the consumer reads.
+    pub(crate) events_tx: mpsc::Sender<EventEnvelope>,
+    /// Whether the consumer still holds the event stream.
+    pub(crate) events_open: bool,
+    /// The host's event hook.
+    pub(crate) map_events: Option<EventHook>,
     pub(crate) recorder: Option<Recorder>,
     /// The run's place in the engine's registry (counters for the close report).
     pub(crate) ticket: Option<RunTicket>,
@@ -264,11 +269,13 @@ impl<R: Runtime, C: ControlPoint + 'static> Driver<R, C> {
                     }
                     Output::Event(event) => {
                         let envelope = stamp_event(event);
-                        self.deliver(&envelope);
-                        // Only on_finish reads the whole list; without it, keeping every event
-                        // would make a run's memory grow with its length.
-                        if self.on_finish.is_some() {
-                            collected.push(envelope);
+                        for envelope in self.map(envelope) {
+                            self.deliver(&envelope).await;
+                            // Only on_finish reads the whole list; without it, keeping every
+                            // event would make a run's memory grow with its length.
+                            if self.on_finish.is_some() {
+                                collected.push(envelope);
+                            }
                         }
                     }
                     Output::Finished(result) => {
@@ -338,17 +345,39 @@ impl<R: Runtime, C: ControlPoint + 'static> Driver<R, C> {
         }
     }
 
-    fn deliver(&self, envelope: &EventEnvelope) {
+    /// The events the host wants instead of `envelope`; the original when the hook panics.
+    fn map(&self, envelope: EventEnvelope) -> Vec<EventEnvelope> {
+        let Some(hook) = &self.map_events else {
+            return vec![envelope];
+        };
+        match std::panic::catch_unwind(AssertUnwindSafe(|| hook(&envelope))) {
+            Ok(mapped) => mapped,
+            Err(_) => {
+                tracing::warn!(
+                    event = envelope.type_str(),
+                    "event hook panicked; the original event is delivered"
+                );
+                vec![envelope]
+            }
+        }
+    }
+
+    /// Hands one event to the sink and the stream. The stream's queue is bounded: when it is
+    /// full this waits for the consumer (backpressure); once the consumer dropped the stream,
+    /// events go to the sink only.
+    async fn deliver(&mut self, envelope: &EventEnvelope) {
         if let Some(sink) = &self.sink {
             if std::panic::catch_unwind(AssertUnwindSafe(|| sink(envelope))).is_err() {
                 tracing::warn!(event = envelope.type_str(), "event sink panicked; ignored");
             }
         }
-        let _ = self.events_tx.unbounded_send(envelope.clone());
+        if self.events_open && self.events_tx.send(envelope.clone()).await.is_err() {
+            self.events_open = false;
+        }
     }
 
     async fn finish(
-        self,
+        mut self,
         result: ExecutionResult,
         collected: Vec<EventEnvelope>,
     ) -> ExecutionResult {
@@ -374,7 +403,7 @@ impl<R: Runtime, C: ControlPoint + 'static> Driver<R, C> {
             }
         }
         let close = stamp_event(Event::new(EventType::Close, serde_json::json!({})));
-        self.deliver(&close);
+        self.deliver(&close).await;
         result
     }
 }

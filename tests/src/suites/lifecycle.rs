@@ -352,3 +352,104 @@ pub fn a_callback_that_outlives_its_budget_is_dropped<T: TestRuntime>() {
         .await;
     })
 }
+
+pub fn the_event_hook_keeps_replaces_expands_or_drops_and_survives_a_panic<T: TestRuntime>() {
+    T::block_on(async {
+        let server = LoopbackServer::start(vec![
+            ScriptedAgent::new("alpha"),
+            ScriptedAgent::new("beta"),
+        ])
+        .await;
+        let engine = engine::<T>(&server);
+        let sunk: Arc<Mutex<Vec<String>>> = Arc::default();
+        let finished: Arc<Mutex<Vec<String>>> = Arc::default();
+        let (s, f) = (sunk.clone(), finished.clone());
+        let mut run = engine
+            .run(chain(), Arc::new(echo_host()))
+            .map_events(|e: &EventEnvelope| match e.kind {
+                EventType::AgentRequest => vec![],
+                EventType::StepStart => {
+                    vec![e.derived(
+                        EventType::HostEvent,
+                        json!({"name": "step", "was": e.data["step"]}),
+                    )]
+                }
+                EventType::TaskResponse => vec![
+                    e.clone(),
+                    e.derived(EventType::HostEvent, json!({"name": "billing"})),
+                ],
+                EventType::RouteDecision => panic!("a panicking hook keeps the original"),
+                _ => vec![e.clone()],
+            })
+            .event_sink(move |e| s.lock().unwrap().push(e.type_str().to_owned()))
+            .on_finish(move |_, events| {
+                f.lock()
+                    .unwrap()
+                    .extend(events.iter().map(|e| e.type_str().to_owned()));
+                Ok::<(), std::convert::Infallible>(())
+            })
+            .spawn();
+        let mut streamed = Vec::new();
+        let mut host_events = Vec::new();
+        while let Some(e) = run.next_event().await {
+            if e.kind == EventType::HostEvent {
+                host_events.push(e.data.clone());
+            }
+            streamed.push(e.type_str().to_owned());
+        }
+        assert!(run.result().await.success);
+        let count = |kind: &str| streamed.iter().filter(|k| *k == kind).count();
+        assert_eq!(count("agent_request"), 0, "dropped");
+        assert_eq!(count("step_start"), 0, "replaced");
+        assert_eq!(count("task_response"), 2, "kept");
+        assert_eq!(count("route_decision"), 1, "the original survives a panic");
+        assert_eq!(
+            count("host_event"),
+            4,
+            "two replacements and two injections"
+        );
+        assert!(host_events.contains(&json!({"name": "step", "was": "a"})));
+        assert!(host_events.contains(&json!({"name": "billing"})));
+        assert_eq!(streamed.last().map(String::as_str), Some("close"));
+        // The sink sees what the stream sees; on_finish everything before close.
+        assert_eq!(*sunk.lock().unwrap(), streamed);
+        assert_eq!(
+            *finished.lock().unwrap(),
+            streamed[..streamed.len() - 1].to_vec()
+        );
+    })
+}
+
+pub fn a_full_event_queue_pauses_the_run_until_the_consumer_reads<T: TestRuntime>() {
+    T::block_on(async {
+        let server = LoopbackServer::start(vec![
+            ScriptedAgent::new("alpha"),
+            ScriptedAgent::new("beta"),
+        ])
+        .await;
+        let engine = Engine::<T>::builder(server.cards())
+            .event_queue(1)
+            .build()
+            .expect("engine");
+        let mut run = engine.run(chain(), Arc::new(echo_host())).spawn();
+        // Nobody reads: the run stops after a few events, before its second step.
+        T::sleep(Duration::from_millis(300)).await;
+        assert!(
+            server.requests("beta").is_empty(),
+            "a paused run does not go on"
+        );
+        // Reading releases it; nothing was lost.
+        let mut kinds = Vec::new();
+        while let Some(e) = run.next_event().await {
+            kinds.push(e.type_str());
+        }
+        assert_eq!(kinds.first(), Some(&"start"));
+        assert_eq!(kinds.last(), Some(&"close"));
+        assert_eq!(kinds.iter().filter(|k| **k == "step_start").count(), 2);
+        assert!(run.result().await.success);
+        // Dropping the stream releases a run as well.
+        let mut run = engine.run(chain(), Arc::new(echo_host())).spawn();
+        drop(run.events());
+        assert!(run.result().await.success);
+    })
+}

@@ -176,6 +176,8 @@ macro_rules! lifecycle_suite {
                 a_failing_or_panicking_on_finish_never_changes_the_result,
                 unimplemented_callbacks_fail_explicitly,
                 a_callback_that_outlives_its_budget_is_dropped,
+                the_event_hook_keeps_replaces_expands_or_drops_and_survives_a_panic,
+                a_full_event_queue_pauses_the_run_until_the_consumer_reads,
             ]
         );
     };
