@@ -372,6 +372,9 @@ pub struct ScriptedAgent {
     pub resubscribable: bool,
     /// Whether it implements `ListTasks`.
     pub lists_tasks: bool,
+    /// Whether `ListTasks` pages (`pageSize`, `pageToken`, `totalSize`); without it every
+    /// matching task comes in one page.
+    pub pages_tasks: bool,
 }
 
 /// The Negotiation-T URI, as agents emit it.
@@ -395,6 +398,7 @@ impl ScriptedAgent {
             seen: BTreeMap::new(),
             resubscribable: true,
             lists_tasks: true,
+            pages_tasks: false,
         }
     }
 
@@ -409,6 +413,13 @@ impl ScriptedAgent {
     /// the task (an agent without resubscription).
     pub fn without_resubscribe(mut self) -> Self {
         self.resubscribable = false;
+        self
+    }
+
+    /// Page `ListTasks` answers (`pageSize`, `pageToken` as the index of the page's first task,
+    /// `totalSize`).
+    pub fn paging(mut self) -> Self {
+        self.pages_tasks = true;
         self
     }
 
@@ -712,6 +723,13 @@ impl ScriptedAgent {
                     .filter(|(_, t)| status.is_none_or(|s| s == t.state))
                     .map(|(id, t)| task_json(id, t))
                     .collect();
+                if !self.pages_tasks {
+                    return self.respond(
+                        req,
+                        json!({"tasks": matching, "nextPageToken": ""}),
+                        false,
+                    );
+                }
                 let total = matching.len();
                 let page: Vec<Value> = matching.into_iter().skip(start).take(size).collect();
                 let next = if start + size < total {

@@ -22,8 +22,8 @@ const AGENTS: [&str; 2] = ["rpc", "rest"];
 
 fn agents(plan: Plan) -> Vec<ScriptedAgent> {
     vec![
-        ScriptedAgent::new("rpc").by_default(plan.clone()),
-        ScriptedAgent::new("rest").rest().by_default(plan),
+        ScriptedAgent::new("rpc").paging().by_default(plan.clone()),
+        ScriptedAgent::new("rest").rest().paging().by_default(plan),
     ]
 }
 
