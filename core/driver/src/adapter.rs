@@ -17,6 +17,7 @@ macro_rules! runtime_api {
         pub use $crate::a2at_core::host::{
             ControlPoint, HostError, MessageContent, NegotiationReply, RouteDecision,
         };
+        pub use $crate::a2at_core::run::{RunProgress, StepProgress, StepProgressState};
         pub use $crate::a2at_core::tasks::TaskError;
         pub use $crate::a2at_core::workflow::{ValidatedWorkflow, parse_and_validate};
         pub use $crate::a2at_core::{ExecutionResult, RetryPolicy, RunStart};

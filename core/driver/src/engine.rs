@@ -781,6 +781,7 @@ impl<R: Runtime, C: ControlPoint + 'static> RunBuilder<R, C> {
             );
         };
         let (events_tx, events_rx) = mpsc::channel(self.engine.inner.config.event_queue);
+        let (progress_tx, progress_rx) = mpsc::unbounded();
         let (cancel_tx, cancel_rx) = oneshot::channel();
         let (result_tx, result_rx) = oneshot::channel();
         tracing::info!(%execution_id, seed, "run started");
@@ -792,6 +793,7 @@ impl<R: Runtime, C: ControlPoint + 'static> RunBuilder<R, C> {
             events_tx,
             events_open: true,
             map_events: self.map_events,
+            progress_rx: futures::StreamExt::boxed(progress_rx),
             recorder,
             ticket: Some(ticket),
             on_conversation_closed: self.engine.inner.on_conversation_closed.clone(),
@@ -812,6 +814,7 @@ impl<R: Runtime, C: ControlPoint + 'static> RunBuilder<R, C> {
             events: Some(events_rx),
             result: result_rx,
             cancel: std::sync::Mutex::new(Some(cancel_tx)),
+            progress: progress_tx,
         }
     }
 
@@ -829,6 +832,7 @@ fn refused(execution_id: String, seed: u64, error: a2at_core::result::RunError) 
     let (cancel_tx, _) = oneshot::channel();
     let (result_tx, result_rx) = oneshot::channel();
     let (_, events_rx) = mpsc::channel(1);
+    let (progress, _) = mpsc::unbounded();
     let _ = result_tx.send(ExecutionResult {
         execution_id: execution_id.clone(),
         success: false,
@@ -843,6 +847,7 @@ fn refused(execution_id: String, seed: u64, error: a2at_core::result::RunError) 
         events: Some(events_rx),
         result: result_rx,
         cancel: std::sync::Mutex::new(Some(cancel_tx)),
+        progress,
     }
 }
 

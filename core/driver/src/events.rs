@@ -7,6 +7,7 @@ use std::task::{Context, Poll};
 
 use a2at_core::driver_support::EventEnvelope;
 use a2at_core::result::{ExecutionResult, RunError};
+use a2at_core::run::RunProgress;
 use futures::channel::{mpsc, oneshot};
 use futures::future::BoxFuture;
 use futures::{Stream, StreamExt};
@@ -69,6 +70,8 @@ pub struct RunHandle {
     pub(crate) result: oneshot::Receiver<ExecutionResult>,
     /// Sending or dropping it cancels the run.
     pub(crate) cancel: Mutex<Option<oneshot::Sender<()>>>,
+    /// Asks the driver for a progress snapshot.
+    pub(crate) progress: mpsc::UnboundedSender<oneshot::Sender<RunProgress>>,
 }
 
 impl RunHandle {
@@ -97,6 +100,16 @@ impl RunHandle {
         EventStream {
             rx: self.events.take(),
         }
+    }
+
+    /// A consistent snapshot of the run now (steps done, running, pending and skipped,
+    /// subtasks in flight per agent, the outputs and history so far), taken between two
+    /// inputs without stopping the run; `None` once the run has ended (see
+    /// [`RunHandle::result`]).
+    pub async fn progress(&self) -> Option<RunProgress> {
+        let (tx, rx) = oneshot::channel();
+        self.progress.unbounded_send(tx).ok()?;
+        rx.await.ok()
     }
 
     /// Asks the run to cancel: the core cancels every known non-final remote task and drops late

@@ -13,7 +13,7 @@ use a2at_core::event::{Event, EventType};
 use a2at_core::host::{ControlPoint, HostRequest};
 use a2at_core::io::{Input, Output};
 use a2at_core::result::ExecutionResult;
-use a2at_core::run::{RunConfig, RunStart};
+use a2at_core::run::{RunConfig, RunProgress, RunStart};
 use a2at_core::trace::{TraceHeader, TraceWriter};
 use a2at_core::workflow::ValidatedWorkflow;
 use a2at_core::{CallId, OpId, Run, Timestamp};
@@ -44,6 +44,8 @@ pub(crate) struct Driver<R, C> {
     pub(crate) events_open: bool,
     /// The host's event hook.
     pub(crate) map_events: Option<EventHook>,
+    /// Progress requests from the run's handle.
+    pub(crate) progress_rx: futures::stream::BoxStream<'static, oneshot::Sender<RunProgress>>,
     pub(crate) recorder: Option<Recorder>,
     /// The run's place in the engine's registry (counters for the close report).
     pub(crate) ticket: Option<RunTicket>,
@@ -289,7 +291,31 @@ impl<R: Runtime, C: ControlPoint + 'static> Driver<R, C> {
                 }
             }
 
-            let (now, input) = waiter.next(run.poll_timeout(), &mut rx).await;
+            // A progress request is answered between two inputs: the snapshot is consistent
+            // and the run goes on. (Waiting is cancel-safe: nothing is lost when a request
+            // wins the race.)
+            let deadline = run.poll_timeout();
+            let woke = {
+                let next = waiter.next(deadline, &mut rx);
+                futures::pin_mut!(next);
+                let asked = self.progress_rx.next();
+                match futures::future::select(next, asked).await {
+                    futures::future::Either::Left((woke, _)) => Some(woke),
+                    futures::future::Either::Right((asked, _)) => {
+                        match asked {
+                            Some(reply) => {
+                                let _ = reply.send(run.progress());
+                            }
+                            // Every handle is gone: nobody asks any more.
+                            None => self.progress_rx = futures::stream::pending().boxed(),
+                        }
+                        None
+                    }
+                }
+            };
+            let Some((now, input)) = woke else {
+                continue;
+            };
             if let Some(input) = input {
                 match &input {
                     Input::ResponseEnd { op } | Input::TransportFailed { op, .. } => {

@@ -453,3 +453,56 @@ pub fn a_full_event_queue_pauses_the_run_until_the_consumer_reads<T: TestRuntime
         assert!(run.result().await.success);
     })
 }
+
+pub fn progress_is_a_consistent_snapshot_taken_while_the_run_goes_on<T: TestRuntime>() {
+    use a2at_core::run::StepProgressState as S;
+    T::block_on(async {
+        let server = LoopbackServer::start(vec![
+            ScriptedAgent::new("alpha"),
+            working(ScriptedAgent::new("beta")),
+        ])
+        .await;
+        let engine = engine::<T>(&server);
+        let wf = workflow(json!({"name": "p", "steps": [
+            {"name": "a", "subtasks": [{"agent": "alpha", "description": "first"}],
+             "next": [{"step": "b"}, {"step": "never", "condition": "never"}]},
+            {"name": "b", "subtasks": [{"agent": "beta", "description": "x"}, {"agent": "beta", "description": "y"}],
+             "next": [{"step": "c"}]},
+            {"name": "c", "subtasks": [{"agent": "alpha", "description": "last"}]},
+            {"name": "never", "subtasks": [{"agent": "alpha", "description": "no"}]}
+        ]}));
+        let host = ControlPointBuilder::new()
+            .on_task(|req| async move { Ok(MessageContent::text(req.instruction)) })
+            .on_route(|_| async { Ok(a2at_core::host::RouteDecision::deny(None)) })
+            .build();
+        let mut run = engine.run(wf, Arc::new(host)).spawn();
+        drop(run.events());
+        let mut snapshot = None;
+        for _ in 0..1000 {
+            let p = run.progress().await.expect("the run is going on");
+            if p.in_flight.get("beta") == Some(&2) {
+                snapshot = Some(p);
+                break;
+            }
+            T::sleep(Duration::from_millis(2)).await;
+        }
+        let p = snapshot.expect("both beta subtasks in flight");
+        let state = |name: &str| p.steps.iter().find(|s| s.name == name).unwrap().state;
+        assert_eq!(state("a"), S::Succeeded);
+        assert_eq!(state("b"), S::Running);
+        assert_eq!(state("c"), S::Pending);
+        assert_eq!(state("never"), S::Skipped);
+        assert_eq!(
+            (p.done(), p.count(S::Running), p.count(S::Pending)),
+            (1, 1, 1)
+        );
+        assert_eq!(p.in_flight.get("alpha"), None);
+        assert_eq!(p.history.len(), 1);
+        assert_eq!(p.step_outputs["a"]["first"], vec![json!("done: first")]);
+        assert!(!p.finished);
+        // Taking snapshots never stopped the run: it still reacts to a cancel.
+        run.cancel();
+        let r = run.result().await;
+        assert_eq!(r.error.unwrap().code, codes::CANCELLED);
+    })
+}

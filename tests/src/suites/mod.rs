@@ -178,6 +178,7 @@ macro_rules! lifecycle_suite {
                 a_callback_that_outlives_its_budget_is_dropped,
                 the_event_hook_keeps_replaces_expands_or_drops_and_survives_a_panic,
                 a_full_event_queue_pauses_the_run_until_the_consumer_reads,
+                progress_is_a_consistent_snapshot_taken_while_the_run_goes_on,
             ]
         );
     };
