@@ -24,6 +24,11 @@ pub struct RunConfig {
     pub cancel_budget: Duration,
     /// Local negotiation exchanges allowed per task (default 3).
     pub max_negotiation_exchanges: u32,
+    /// Follow-up messages the host may send per task on a plain `INPUT_REQUIRED` (without
+    /// Negotiation-T). `None` (the default): the host is not asked and such a task fails with
+    /// `a2a.unsupported_task_state`; `Some(n)` (n ≥ 1): `on_input_required` decides, at most
+    /// `n` times per task.
+    pub max_input_replies: Option<u32>,
     /// `historyLength` sent with sends and polls (default `Some(0)`: the engine never needs it).
     pub history_length: Option<i32>,
     /// Size limits for decoding responses.
@@ -46,6 +51,7 @@ impl Default for RunConfig {
             poll_interval: Duration::from_millis(250),
             cancel_budget: Duration::from_secs(5),
             max_negotiation_exchanges: 3,
+            max_input_replies: None,
             history_length: Some(0),
             decode_limits: DecodeLimits::default(),
             events: EventSelection::All,
@@ -138,6 +144,9 @@ impl RunConfig {
             ),
         ];
         check_limits(&limits)?;
+        if self.max_input_replies == Some(0) {
+            return Err(ConfigError::ZeroLimit("max_input_replies"));
+        }
         check_history(self.history_length)?;
         self.retry.validate()?;
         Ok(())

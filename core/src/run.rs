@@ -1146,7 +1146,7 @@ impl Run {
             CallOwner::Route(..) => Some("on_route"),
         };
         let got = reply.callback_name();
-        let invocation_kinds = ["on_task", "on_negotiation"];
+        let invocation_kinds = ["on_task", "on_negotiation", "on_input_required"];
         let fits = match expected {
             Some(e) => e == got,
             None => invocation_kinds.contains(&got),

@@ -15,7 +15,8 @@ macro_rules! runtime_api {
         pub use $crate::a2at_core::a2a::AgentCard;
         pub use $crate::a2at_core::a2a::{ListTasksParams, StreamResponse, Task, TaskPage};
         pub use $crate::a2at_core::host::{
-            ControlPoint, HostError, MessageContent, NegotiationReply, RouteDecision,
+            ControlPoint, HostError, InputDecision, InputRequest, MessageContent, NegotiationReply,
+            RouteDecision,
         };
         pub use $crate::a2at_core::run::{RunProgress, StepProgress, StepProgressState};
         pub use $crate::a2at_core::tasks::TaskError;

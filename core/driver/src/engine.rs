@@ -184,6 +184,14 @@ impl<R: Runtime> EngineBuilder<R> {
         self
     }
 
+    /// Lets hosts answer a plain `INPUT_REQUIRED` (no Negotiation-T) with up to `n` follow-up
+    /// messages per task through `on_input_required`: sets [`RunConfig::max_input_replies`]
+    /// (must be at least 1). Without it such a task fails with `a2a.unsupported_task_state`.
+    pub fn max_input_replies(mut self, n: u32) -> Self {
+        self.config.run.max_input_replies = Some(n);
+        self
+    }
+
     /// See [`EngineConfig::preferred_binding`].
     pub fn preferred_binding(mut self, binding: Binding) -> Self {
         self.config.preferred_binding = Some(binding);
@@ -490,6 +498,7 @@ impl<R: Runtime> Engine<R> {
             task_budget: None,
             callback_budget: None,
             max_negotiation_exchanges: None,
+            max_input_replies: None,
             map_events: None,
         }
     }
@@ -519,7 +528,8 @@ impl<R: Runtime> Engine<R> {
     }
 
     /// Like [`Engine::send_task`], answering Negotiation-T Proposes with `strategy`'s
-    /// `on_negotiation` (its other callbacks are never called).
+    /// `on_negotiation`, and a plain `INPUT_REQUIRED` with its `on_input_required` when the
+    /// engine allows follow-ups (its other callbacks are never called).
     pub async fn send_task_negotiating<N: ControlPoint + 'static>(
         &self,
         agent: &str,
@@ -616,6 +626,7 @@ pub struct RunBuilder<R, C> {
     task_budget: Option<Duration>,
     callback_budget: Option<Duration>,
     max_negotiation_exchanges: Option<u32>,
+    max_input_replies: Option<u32>,
     map_events: Option<EventHook>,
 }
 
@@ -653,6 +664,13 @@ impl<R: Runtime, C: ControlPoint + 'static> RunBuilder<R, C> {
     /// [`RunConfig::max_negotiation_exchanges`]; must be at least 1).
     pub fn max_negotiation_exchanges(mut self, n: u32) -> Self {
         self.max_negotiation_exchanges = Some(n);
+        self
+    }
+
+    /// This run's follow-ups per task on a plain `INPUT_REQUIRED` (overrides
+    /// [`RunConfig::max_input_replies`]; must be at least 1).
+    pub fn max_input_replies(mut self, n: u32) -> Self {
+        self.max_input_replies = Some(n);
         self
     }
 
@@ -737,6 +755,9 @@ impl<R: Runtime, C: ControlPoint + 'static> RunBuilder<R, C> {
         }
         if let Some(n) = self.max_negotiation_exchanges {
             config.max_negotiation_exchanges = n;
+        }
+        if let Some(n) = self.max_input_replies {
+            config.max_input_replies = Some(n);
         }
         // Settings are checked at the door: a bad one refuses the run before anything runs.
         if let Err(e) = config.validate() {
@@ -898,6 +919,19 @@ impl<N: ControlPoint + 'static> ControlPoint for SendTaskControlPoint<N> {
             match strategy {
                 Some(s) => s.on_negotiation(request).await,
                 None => Err(HostError::missing_handler("on_negotiation")),
+            }
+        }
+    }
+
+    fn on_input_required(
+        &self,
+        request: a2at_core::host::InputRequest,
+    ) -> impl Future<Output = Result<a2at_core::host::InputDecision, HostError>> + Send {
+        let strategy = self.strategy.clone();
+        async move {
+            match strategy {
+                Some(s) => s.on_input_required(request).await,
+                None => Ok(a2at_core::host::InputDecision::Decline),
             }
         }
     }

@@ -506,3 +506,88 @@ pub fn progress_is_a_consistent_snapshot_taken_while_the_run_goes_on<T: TestRunt
         assert_eq!(r.error.unwrap().code, codes::CANCELLED);
     })
 }
+
+pub fn a_plain_input_required_is_declined_by_default_or_answered_by_the_host<T: TestRuntime>() {
+    use a2at_core::host::InputDecision;
+    T::block_on(async {
+        let asks_input = || Plan::States(vec!["TASK_STATE_INPUT_REQUIRED"]);
+        let server = LoopbackServer::start(vec![
+            ScriptedAgent::new("rpc").by_default(asks_input()),
+            ScriptedAgent::new("rest")
+                .rest()
+                .streaming()
+                .by_default(asks_input()),
+        ])
+        .await;
+        for agent in ["rpc", "rest"] {
+            let wf = workflow(json!({"steps": [{"name": "s",
+                "subtasks": [{"agent": agent, "description": "which site?"}]}]}));
+            let asked = Arc::new(AtomicUsize::new(0));
+            let host = |answer: Option<&'static str>| {
+                let asked = asked.clone();
+                ControlPointBuilder::new()
+                    .on_task(|req| async move { Ok(MessageContent::text(req.instruction)) })
+                    .on_input_required(move |req| {
+                        asked.fetch_add(1, Ordering::SeqCst);
+                        assert_eq!(req.previous_replies, 0);
+                        assert!(!req.remote_task_id.is_empty());
+                        async move {
+                            Ok(match answer {
+                                Some(text) => InputDecision::Reply {
+                                    content: MessageContent::text(text),
+                                },
+                                None => InputDecision::Decline,
+                            })
+                        }
+                    })
+                    .build()
+            };
+            // Default: the host is not asked; the task fails and is cancelled.
+            let r = engine::<T>(&server)
+                .execute(wf.clone(), RunStart::default(), Arc::new(host(Some("A"))))
+                .await;
+            assert_eq!(
+                r.history[0].error_code.as_deref(),
+                Some(codes::UNSUPPORTED_TASK_STATE),
+                "{agent}"
+            );
+            assert_eq!(asked.load(Ordering::SeqCst), 0);
+            assert_eq!(server.agent(agent).cancelled.len(), 1);
+            // Allowed: the host answers on the same task and the task completes.
+            let allowing = Engine::<T>::builder(server.cards())
+                .poll_interval(Duration::from_millis(5))
+                .max_input_replies(2)
+                .build()
+                .expect("engine");
+            let r = allowing
+                .execute(
+                    wf.clone(),
+                    RunStart::default(),
+                    Arc::new(host(Some("site A"))),
+                )
+                .await;
+            assert!(r.success, "{agent}: {:?}", r.error);
+            assert_eq!(asked.load(Ordering::SeqCst), 1);
+            let task = &r.history[0];
+            let sends: Vec<_> = server
+                .requests(agent)
+                .into_iter()
+                .filter(|q| q.message().is_some())
+                .collect();
+            let follow_up = sends.last().unwrap().message().unwrap().clone();
+            assert_eq!(follow_up["parts"][0]["text"], "site A");
+            assert_eq!(follow_up["taskId"].as_str(), task.remote_task_id.as_deref());
+            assert_eq!(follow_up["contextId"].as_str(), task.context_id.as_deref());
+            // Declined: the default outcome.
+            let r = allowing
+                .execute(wf, RunStart::default(), Arc::new(host(None)))
+                .await;
+            assert_eq!(
+                r.history[0].error_code.as_deref(),
+                Some(codes::UNSUPPORTED_TASK_STATE),
+                "{agent}"
+            );
+            assert_eq!(asked.load(Ordering::SeqCst), 2);
+        }
+    })
+}

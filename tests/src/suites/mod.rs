@@ -179,6 +179,7 @@ macro_rules! lifecycle_suite {
                 the_event_hook_keeps_replaces_expands_or_drops_and_survives_a_panic,
                 a_full_event_queue_pauses_the_run_until_the_consumer_reads,
                 progress_is_a_consistent_snapshot_taken_while_the_run_goes_on,
+                a_plain_input_required_is_declined_by_default_or_answered_by_the_host,
             ]
         );
     };
