@@ -267,7 +267,9 @@ fn remote_state(card: &AgentCard, task_id: &str) -> String {
 pub fn cancelling_midway_cancels_the_remote_task_on_both_bindings<T: TestRuntime>() {
     T::block_on(async {
         for binding in BINDINGS {
-            let mut handle = engine::<T>(binding)
+            // The engine must outlive the run: dropping it would cancel the run.
+            let engine = engine::<T>(binding);
+            let mut handle = engine
                 .run(one_step("slow", "wait"), Arc::new(host()))
                 .spawn();
             while let Some(event) = handle.next_event().await {
@@ -493,6 +495,62 @@ pub fn task_passthroughs_get_list_subscribe_and_cancel_python_tasks_on_both_bind
             );
             handle.cancel();
             let _ = handle.result().await;
+        }
+    });
+}
+
+pub fn a_plain_input_required_is_answered_by_the_host_on_both_bindings<T: TestRuntime>() {
+    use a2at_core::host::InputDecision;
+    T::block_on(async {
+        for binding in BINDINGS {
+            let host = ControlPointBuilder::new()
+                .on_task(|r| async move { Ok(MessageContent::text(r.instruction)) })
+                .on_input_required(|r| async move {
+                    let question = r
+                        .received
+                        .message
+                        .as_ref()
+                        .and_then(|m| m.parts.first())
+                        .and_then(|p| p.as_text())
+                        .unwrap_or_default()
+                        .to_owned();
+                    assert_eq!(question, "Which site?");
+                    Ok(InputDecision::Reply {
+                        content: MessageContent::text("Site1"),
+                    })
+                })
+                .build();
+            let host = Arc::new(host);
+            // Default: declined, as before.
+            let r = engine::<T>(binding)
+                .execute(
+                    one_step("asker", "where?"),
+                    RunStart::default(),
+                    host.clone(),
+                )
+                .await;
+            assert_eq!(
+                r.history[0].error_code.as_deref(),
+                Some(codes::UNSUPPORTED_TASK_STATE),
+                "{binding:?}"
+            );
+            // Allowed: the follow-up goes to the same task, which completes.
+            let engine = Engine::<T>::builder(peers().cards.clone())
+                .preferred_binding(binding)
+                .task_budget(Duration::from_secs(30))
+                .poll_interval(Duration::from_millis(100))
+                .max_input_replies(1)
+                .build()
+                .expect("valid cards");
+            let r = engine
+                .execute(one_step("asker", "where?"), RunStart::default(), host)
+                .await;
+            assert!(r.success, "{binding:?}: {:?}", r.error);
+            assert_eq!(
+                r.history[0].outputs,
+                vec![json!("answer: Site1")],
+                "{binding:?}"
+            );
         }
     });
 }
