@@ -201,6 +201,10 @@ pub enum Plan {
     /// A Notification-T subscription stream (see [`NotifyScript`]). A unary send is answered
     /// with the task in the state of the script's first state event.
     Notify(NotifyScript),
+    /// Ask for input without Negotiation-T (INPUT_REQUIRED) this many times in all: each
+    /// follow-up on the task is answered with INPUT_REQUIRED again until the last, which
+    /// completes it.
+    AsksInput(u32),
     /// Stream these raw events verbatim (a misbehaving agent), after replacing the strings
     /// `$TASK` and `$CTX` by the new task's id and the request's context id; the task's state
     /// becomes the last state the events name.
@@ -348,6 +352,8 @@ struct TaskRecord {
     text: String,
     negotiation: Option<(Negotiation, usize)>,
     notify: Option<(NotifyScript, usize)>,
+    /// Follow-ups still answered with INPUT_REQUIRED again (plain questions).
+    asks_again: u32,
 }
 
 /// A scripted agent with its own task table.
@@ -868,6 +874,7 @@ impl ScriptedAgent {
                         text,
                         negotiation: None,
                         notify: None,
+                        asks_again: 0,
                     },
                 );
                 with_delay(sse_reply(req, events, true), delay)
@@ -883,8 +890,13 @@ impl ScriptedAgent {
                     text,
                     negotiation: None,
                     notify: None,
+                    asks_again: 0,
                 };
                 match plan {
+                    Plan::AsksInput(times) => {
+                        record.state = "TASK_STATE_INPUT_REQUIRED";
+                        record.asks_again = times.saturating_sub(1);
+                    }
                     Plan::States(states) => {
                         record.later = states.into_iter().map(|s| (s, None)).collect();
                         reveal(&mut record);
@@ -992,6 +1004,9 @@ impl ScriptedAgent {
                 task.state = next.0;
                 task.message = next.1;
             }
+        } else if task.asks_again > 0 {
+            task.asks_again -= 1;
+            task.state = "TASK_STATE_INPUT_REQUIRED";
         } else {
             task.state = "TASK_STATE_COMPLETED";
             task.message = None;

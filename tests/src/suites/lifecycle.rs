@@ -591,3 +591,57 @@ pub fn a_plain_input_required_is_declined_by_default_or_answered_by_the_host<T: 
         }
     })
 }
+
+pub fn follow_ups_on_input_required_stop_at_the_limit<T: TestRuntime>() {
+    use a2at_core::host::InputDecision;
+    T::block_on(async {
+        let server = LoopbackServer::start(vec![
+            ScriptedAgent::new("thrice").by_default(Plan::AsksInput(3)),
+            ScriptedAgent::new("twice")
+                .rest()
+                .by_default(Plan::AsksInput(2)),
+        ])
+        .await;
+        let engine = Engine::<T>::builder(server.cards())
+            .poll_interval(Duration::from_millis(5))
+            .max_input_replies(2)
+            .build()
+            .expect("engine");
+        for (agent, succeeds) in [("thrice", false), ("twice", true)] {
+            let seen: Arc<Mutex<Vec<u32>>> = Arc::default();
+            let record = seen.clone();
+            let host = ControlPointBuilder::new()
+                .on_task(|req| async move { Ok(MessageContent::text(req.instruction)) })
+                .on_input_required(move |req| {
+                    record.lock().unwrap().push(req.previous_replies);
+                    async {
+                        Ok(InputDecision::Reply {
+                            content: MessageContent::text("more"),
+                        })
+                    }
+                })
+                .build();
+            let wf = workflow(json!({"steps": [{"name": "s",
+                "subtasks": [{"agent": agent, "description": "ask"}]}]}));
+            let r = engine
+                .execute(wf, RunStart::default(), Arc::new(host))
+                .await;
+            assert_eq!(*seen.lock().unwrap(), vec![0, 1], "{agent}");
+            if succeeds {
+                assert!(r.success, "{agent}: {:?}", r.error);
+            } else {
+                let task = &r.history[0];
+                assert_eq!(
+                    task.error_code.as_deref(),
+                    Some(codes::UNSUPPORTED_TASK_STATE)
+                );
+                assert_eq!(task.error_details.as_ref().unwrap()["limit"], json!(2));
+                assert_eq!(
+                    server.agent(agent).cancelled.len(),
+                    1,
+                    "the task is cancelled"
+                );
+            }
+        }
+    })
+}

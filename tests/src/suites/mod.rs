@@ -182,6 +182,7 @@ macro_rules! lifecycle_suite {
                 a_full_event_queue_pauses_the_run_until_the_consumer_reads,
                 progress_is_a_consistent_snapshot_taken_while_the_run_goes_on,
                 a_plain_input_required_is_declined_by_default_or_answered_by_the_host,
+                follow_ups_on_input_required_stop_at_the_limit,
             ]
         );
     };
