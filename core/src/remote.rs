@@ -1039,11 +1039,17 @@ impl Invocation {
             }
             Ok(InputDecision::Reply { content }) => content,
         };
-        if let Err(e) = content.validate() {
-            return Err(Failure::new(
-                codes::INVALID_CONTENT,
-                format!("the follow-up for INPUT_REQUIRED is invalid: {e}"),
-            ));
+        // A follow-up is a send like the first one: the same content rules apply.
+        match self.agent(env) {
+            Some(agent) => check_content(&content, agent).map_err(|f| {
+                Failure::new(
+                    codes::INVALID_CONTENT,
+                    format!("the follow-up for INPUT_REQUIRED is invalid: {}", f.message),
+                )
+            })?,
+            None => content
+                .validate()
+                .map_err(|e| Failure::new(codes::INVALID_CONTENT, e.to_string()))?,
         }
         self.input_replies += 1;
         let message = self.message(&content, self.remote_task_id.clone(), env);

@@ -643,5 +643,23 @@ pub fn follow_ups_on_input_required_stop_at_the_limit<T: TestRuntime>() {
                 );
             }
         }
+        // A follow-up follows the content rules of any send: no undeclared extension.
+        let host = ControlPointBuilder::new()
+            .on_task(|req| async move { Ok(MessageContent::text(req.instruction)) })
+            .on_input_required(|_| async {
+                Ok(InputDecision::Reply {
+                    content: MessageContent::text("x").with_extension("urn:not-declared"),
+                })
+            })
+            .build();
+        let wf = workflow(json!({"steps": [{"name": "s",
+            "subtasks": [{"agent": "twice", "description": "ask"}]}]}));
+        let r = engine
+            .execute(wf, RunStart::default(), Arc::new(host))
+            .await;
+        assert_eq!(
+            r.history[0].error_code.as_deref(),
+            Some(codes::INVALID_CONTENT)
+        );
     })
 }
