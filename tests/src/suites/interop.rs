@@ -453,6 +453,37 @@ pub fn task_passthroughs_get_list_subscribe_and_cancel_python_tasks_on_both_bind
                 page.tasks.iter().any(|t| t.id == id),
                 "{binding:?}: {page:?}"
             );
+            // Paging: one task per page, chained by nextPageToken.
+            engine
+                .send_task("echo", MessageContent::text("second"))
+                .await;
+            let first = engine
+                .list_tasks(
+                    "echo",
+                    ListTasksParams {
+                        page_size: Some(1),
+                        status: Some(TaskState::Completed),
+                        ..ListTasksParams::default()
+                    },
+                )
+                .await
+                .expect("first page");
+            assert_eq!(first.tasks.len(), 1, "{binding:?}");
+            let token = first.next_page_token.clone().expect("more pages");
+            let second = engine
+                .list_tasks(
+                    "echo",
+                    ListTasksParams {
+                        page_size: Some(1),
+                        status: Some(TaskState::Completed),
+                        page_token: Some(token),
+                        ..ListTasksParams::default()
+                    },
+                )
+                .await
+                .expect("second page");
+            assert_eq!(second.tasks.len(), 1, "{binding:?}");
+            assert_ne!(second.tasks[0].id, first.tasks[0].id, "{binding:?}");
             let missing = engine.get_task("echo", "no-such-task").await.unwrap_err();
             assert_eq!(missing.code, "a2a.task_not_found", "{binding:?}: {missing}");
 
