@@ -57,9 +57,10 @@ pub struct EngineConfig {
     pub seed: SeedSource,
     /// Events a run's stream holds before the run waits for the consumer (default 1024;
     /// at least 1). A consumer that stops reading while holding the stream pauses the run
-    /// (and its cancellation) once this many events wait; memory stays bounded and no event
-    /// is dropped. Dropping the stream (or awaiting [`RunHandle::result`]) releases the run:
-    /// later events go only to the event sink and `on_finish`.
+    /// (and a cancel through its handle) once this many events wait; memory stays bounded and
+    /// no event is dropped. Dropping the stream (or awaiting [`RunHandle::result`]) releases
+    /// the run: later events go only to the event sink and `on_finish`. [`Engine::close`]
+    /// never waits for such a consumer: a run it cancels stops feeding the stream.
     pub event_queue: usize,
     /// Deadline of one credential login, response body included (default 30 s).
     /// A login that misses it fails the send with an authentication error; nothing is sent

@@ -44,12 +44,38 @@ pub struct CloseReport {
     pub deadline_passed: bool,
 }
 
-/// Counters one run's driver keeps for the close report.
+/// Counters one run's driver keeps for the close report, and the close's cancel flag.
 #[derive(Debug, Default)]
 pub(crate) struct RunStats {
     /// `CancelTask` exchanges the run started.
     pub(crate) cancels_sent: AtomicU64,
     cancelled_by_close: AtomicBool,
+    /// Drivers waiting for [`RunStats::closing`].
+    wakers: Mutex<Vec<Waker>>,
+}
+
+impl RunStats {
+    fn mark_cancelled(&self) {
+        self.cancelled_by_close.store(true, Ordering::SeqCst);
+        let wakers = std::mem::take(&mut *self.wakers.lock().unwrap_or_else(|e| e.into_inner()));
+        wakers.into_iter().for_each(Waker::wake);
+    }
+
+    /// Resolves once the engine's close cancelled this run: a driver waiting for a slow event
+    /// consumer stops waiting then, so a close never hangs on a stream nobody reads.
+    pub(crate) async fn closing(&self) {
+        std::future::poll_fn(|cx| {
+            let mut wakers = self.wakers.lock().unwrap_or_else(|e| e.into_inner());
+            if self.cancelled_by_close.load(Ordering::SeqCst) {
+                return Poll::Ready(());
+            }
+            if !wakers.iter().any(|w| w.will_wake(cx.waker())) {
+                wakers.push(cx.waker().clone());
+            }
+            Poll::Pending
+        })
+        .await
+    }
 }
 
 struct RunSlot {
@@ -203,7 +229,7 @@ impl Registry {
             s.runs
                 .values_mut()
                 .filter_map(|slot| {
-                    slot.stats.cancelled_by_close.store(true, Ordering::Relaxed);
+                    slot.stats.mark_cancelled();
                     slot.cancel.take()
                 })
                 .collect()

@@ -397,7 +397,29 @@ impl<R: Runtime, C: ControlPoint + 'static> Driver<R, C> {
                 tracing::warn!(event = envelope.type_str(), "event sink panicked; ignored");
             }
         }
-        if self.events_open && self.events_tx.send(envelope.clone()).await.is_err() {
+        if !self.events_open {
+            return;
+        }
+        let sent = match &self.ticket {
+            // A close that cancels the run stops the wait for a consumer that does not read.
+            Some(ticket) => {
+                let stats = ticket.stats.clone();
+                let send = self.events_tx.send(envelope.clone());
+                let closing = stats.closing();
+                futures::pin_mut!(send, closing);
+                match futures::future::select(send, closing).await {
+                    futures::future::Either::Left((sent, _)) => sent.is_ok(),
+                    futures::future::Either::Right(_) => {
+                        tracing::warn!(
+                            "the engine is closing and nobody reads the event stream: its events stop here"
+                        );
+                        false
+                    }
+                }
+            }
+            None => self.events_tx.send(envelope.clone()).await.is_ok(),
+        };
+        if !sent {
             self.events_open = false;
         }
     }

@@ -274,3 +274,29 @@ pub fn the_conversation_hook_runs_once_per_context_after_its_whole_cycle<T: Test
         assert!(closed[1].2 >= 3, "{closed:?}");
     })
 }
+
+pub fn a_close_never_waits_for_an_event_consumer_that_stopped_reading<T: TestRuntime>() {
+    T::block_on(async {
+        let server = LoopbackServer::start(vec![
+            ScriptedAgent::new("alpha").by_default(Plan::States(vec!["TASK_STATE_WORKING"])),
+        ])
+        .await;
+        let engine = Engine::<T>::builder(server.cards())
+            .poll_interval(Duration::from_millis(5))
+            .event_queue(1)
+            .build()
+            .expect("engine");
+        // The handle keeps its event stream and never reads it: the run pauses.
+        let run = start::<T>(&engine, "alpha");
+        T::sleep(Duration::from_millis(100)).await;
+        let close = engine.close(CloseMode::Cancel, Duration::from_secs(1));
+        let limit = T::sleep(Duration::from_secs(20));
+        futures::pin_mut!(close, limit);
+        let report = match futures::future::select(close, limit).await {
+            futures::future::Either::Left((report, _)) => report,
+            futures::future::Either::Right(_) => panic!("close waited for the event consumer"),
+        };
+        assert_eq!(report.runs_cancelled, 1, "{report:?}");
+        assert_eq!(run.result().await.error.unwrap().code, codes::CANCELLED);
+    })
+}

@@ -257,6 +257,7 @@ macro_rules! close_suite {
                 cancel_mode_cancels_at_once_and_closes_every_subscription,
                 dropping_the_engine_cancels_its_runs_without_waiting,
                 the_conversation_hook_runs_once_per_context_after_its_whole_cycle,
+                a_close_never_waits_for_an_event_consumer_that_stopped_reading,
             ]
         );
     };
