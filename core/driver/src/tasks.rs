@@ -230,8 +230,10 @@ impl<R: Runtime> Engine<R> {
 /// A `SubscribeToTask` stream from [`Engine::subscribe_to_task`]: each item is one event of
 /// the task (snapshot, status update, artifact update or message) in the agent's order, or,
 /// as the last item, the error that ended it. The stream ends (`None`) when the agent ends it
-/// or after [`TaskSubscription::close`]. Dropping it closes it: the connection is dropped, and
-/// nothing is sent to the agent (the protocol has no unsubscribe call).
+/// or after [`TaskSubscription::close`] or [`Engine::close`]. Dropping it closes it: the
+/// connection is dropped, and nothing is sent to the agent (the protocol has no unsubscribe
+/// call). Events received and not yet read wait in memory, so read them or close the
+/// subscription.
 #[derive(Debug)]
 pub struct TaskSubscription {
     agent: String,
