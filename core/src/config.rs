@@ -24,6 +24,11 @@ pub struct RunConfig {
     pub cancel_budget: Duration,
     /// Local negotiation exchanges allowed per task (default 3).
     pub max_negotiation_exchanges: u32,
+    /// Follow-up messages the host may send per task on a plain `INPUT_REQUIRED` (without
+    /// Negotiation-T). `None` (the default): the host is not asked and such a task fails with
+    /// `a2a.unsupported_task_state`; `Some(n)` (n ≥ 1): `on_input_required` decides, at most
+    /// `n` times per task.
+    pub max_input_replies: Option<u32>,
     /// `historyLength` sent with sends and polls (default `Some(0)`: the engine never needs it).
     pub history_length: Option<i32>,
     /// Size limits for decoding responses.
@@ -46,6 +51,7 @@ impl Default for RunConfig {
             poll_interval: Duration::from_millis(250),
             cancel_budget: Duration::from_secs(5),
             max_negotiation_exchanges: 3,
+            max_input_replies: None,
             history_length: Some(0),
             decode_limits: DecodeLimits::default(),
             events: EventSelection::All,
@@ -64,9 +70,51 @@ pub enum ConfigError {
     /// A count or size limit is zero.
     #[error("{0} must be at least 1")]
     ZeroLimit(&'static str),
+    /// A setting that cannot be negative is.
+    #[error("{0} must not be negative")]
+    Negative(&'static str),
     /// The retry policy is unusable.
     #[error(transparent)]
     Retry(#[from] crate::retry::RetryPolicyError),
+}
+
+/// The stable code of a run refused for an unusable setting (the message names it).
+pub const INVALID_CONFIG: &str = "config.invalid";
+
+impl ConfigError {
+    /// The setting at fault (`task_budget`, `retry`, …).
+    pub fn field(&self) -> &'static str {
+        match self {
+            ConfigError::ZeroDuration(f) | ConfigError::ZeroLimit(f) | ConfigError::Negative(f) => {
+                f
+            }
+            ConfigError::Retry(_) => "retry",
+        }
+    }
+}
+
+/// The first zero duration among `durations`, as an error naming it.
+pub(crate) fn check_durations(durations: &[(&'static str, Duration)]) -> Result<(), ConfigError> {
+    match durations.iter().find(|(_, d)| d.is_zero()) {
+        Some((name, _)) => Err(ConfigError::ZeroDuration(name)),
+        None => Ok(()),
+    }
+}
+
+/// The first zero among `limits`, as an error naming it.
+pub(crate) fn check_limits(limits: &[(&'static str, usize)]) -> Result<(), ConfigError> {
+    match limits.iter().find(|(_, n)| *n == 0) {
+        Some((name, _)) => Err(ConfigError::ZeroLimit(name)),
+        None => Ok(()),
+    }
+}
+
+/// A negative `historyLength` is refused.
+pub(crate) fn check_history(history_length: Option<i32>) -> Result<(), ConfigError> {
+    match history_length {
+        Some(h) if h < 0 => Err(ConfigError::Negative("history_length")),
+        _ => Ok(()),
+    }
 }
 
 impl RunConfig {
@@ -80,9 +128,7 @@ impl RunConfig {
             ("poll_interval", self.poll_interval),
             ("cancel_budget", self.cancel_budget),
         ];
-        if let Some((name, _)) = durations.iter().find(|(_, d)| d.is_zero()) {
-            return Err(ConfigError::ZeroDuration(name));
-        }
+        check_durations(&durations)?;
         let limits = [
             (
                 "max_negotiation_exchanges",
@@ -97,9 +143,11 @@ impl RunConfig {
                 self.decode_limits.max_body_bytes,
             ),
         ];
-        if let Some((name, _)) = limits.iter().find(|(_, n)| *n == 0) {
-            return Err(ConfigError::ZeroLimit(name));
+        check_limits(&limits)?;
+        if self.max_input_replies == Some(0) {
+            return Err(ConfigError::ZeroLimit("max_input_replies"));
         }
+        check_history(self.history_length)?;
         self.retry.validate()?;
         Ok(())
     }

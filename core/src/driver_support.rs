@@ -14,8 +14,9 @@ use serde_json::Value;
 
 use crate::event::{Event, EventType};
 use crate::host::{
-    ControlPoint, HostError, HostReply, HostRequest, MessageContent, NegotiationReply,
-    NegotiationRequest, RouteDecision, RouteRequest, TaskRequest, TaskResult, answer,
+    ControlPoint, HostError, HostReply, HostRequest, InputDecision, InputRequest, MessageContent,
+    NegotiationReply, NegotiationRequest, RouteDecision, RouteRequest, TaskRequest, TaskResult,
+    answer,
 };
 
 /// A boxed, sendable future (what registered callbacks return).
@@ -108,6 +109,18 @@ impl ControlPointBuilder {
         self
     }
 
+    /// Registers `on_input_required`: answer (`InputDecision::Reply`) or decline a plain
+    /// `INPUT_REQUIRED`; asked only when the run allows follow-ups
+    /// ([`RunConfig::max_input_replies`](crate::RunConfig::max_input_replies)).
+    pub fn on_input_required<F, Fut>(mut self, f: F) -> Self
+    where
+        F: Fn(InputRequest) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = Result<InputDecision, HostError>> + Send + 'static,
+    {
+        self.cp.on_input_required = Some(boxed(f));
+        self
+    }
+
     /// The control point.
     pub fn build(self) -> BuiltControlPoint {
         self.cp
@@ -121,6 +134,7 @@ pub struct BuiltControlPoint {
     on_self_task: Option<Handler<TaskRequest, TaskResult>>,
     on_route: Option<Handler<RouteRequest, RouteDecision>>,
     on_negotiation: Option<Handler<NegotiationRequest, NegotiationReply>>,
+    on_input_required: Option<Handler<InputRequest, InputDecision>>,
 }
 
 impl core::fmt::Debug for BuiltControlPoint {
@@ -130,6 +144,7 @@ impl core::fmt::Debug for BuiltControlPoint {
             .field("on_self_task", &self.on_self_task.is_some())
             .field("on_route", &self.on_route.is_some())
             .field("on_negotiation", &self.on_negotiation.is_some())
+            .field("on_input_required", &self.on_input_required.is_some())
             .finish()
     }
 }
@@ -172,6 +187,16 @@ impl ControlPoint for BuiltControlPoint {
         match &self.on_negotiation {
             Some(h) => h(request),
             None => Box::pin(DEFAULTS.on_negotiation(request)),
+        }
+    }
+
+    fn on_input_required(
+        &self,
+        request: InputRequest,
+    ) -> impl Future<Output = Result<InputDecision, HostError>> + Send {
+        match &self.on_input_required {
+            Some(h) => h(request),
+            None => Box::pin(DEFAULTS.on_input_required(request)),
         }
     }
 }
@@ -227,6 +252,16 @@ impl EventEnvelope {
             kind: event.kind,
             data: event.data,
             timestamp,
+        }
+    }
+
+    /// Another event at the same time as this one (for an event hook that replaces or adds
+    /// events, e.g. `EventType::HostEvent` with a business payload).
+    pub fn derived(&self, kind: EventType, data: Value) -> EventEnvelope {
+        EventEnvelope {
+            kind,
+            data,
+            timestamp: self.timestamp,
         }
     }
 

@@ -62,6 +62,9 @@ pub enum EventType {
     AuthorizationResolved,
     /// Reserved; never emitted on the workflow stream.
     Notification,
+    /// An event the host injected through its event hook, with the payload it built; the
+    /// engine itself never emits it.
+    HostEvent,
 }
 
 impl EventType {
@@ -91,6 +94,7 @@ impl EventType {
             EventType::AuthorizationRequest => "authorization_request",
             EventType::AuthorizationResolved => "authorization_resolved",
             EventType::Notification => "notification",
+            EventType::HostEvent => "host_event",
         }
     }
 }

@@ -156,6 +156,32 @@ impl Default for ExtensionConfig {
     }
 }
 
+impl ExtensionConfig {
+    /// Checks every setting: the send budget, poll interval, cancel budget and acknowledgement
+    /// timeout must be positive, the decode limits at least 1 and a history length not
+    /// negative; the error names the setting. A zero reattach delay or attempt count is
+    /// allowed (reattach at once, or never).
+    pub fn validate(&self) -> Result<(), crate::run::ConfigError> {
+        crate::config::check_durations(&[
+            ("send_budget", self.send_budget),
+            ("poll_interval", self.poll_interval),
+            ("cancel_budget", self.cancel_budget),
+            ("ack_timeout", self.ack_timeout),
+        ])?;
+        crate::config::check_limits(&[
+            (
+                "decode_limits.max_event_bytes",
+                self.decode_limits.max_event_bytes,
+            ),
+            (
+                "decode_limits.max_body_bytes",
+                self.decode_limits.max_body_bytes,
+            ),
+        ])?;
+        crate::config::check_history(self.history_length)
+    }
+}
+
 /// Why an extension operation cannot start (checked before any output).
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]

@@ -300,6 +300,36 @@ pub struct Exchange {
     pub reply: MessageContent,
 }
 
+/// A remote task asks for input without Negotiation-T (a plain `INPUT_REQUIRED`); see
+/// [`ControlPoint::on_input_required`].
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct InputRequest {
+    /// The original task request.
+    pub task: TaskRequest,
+    /// The agent's task id.
+    pub remote_task_id: String,
+    /// The complete current response asking for input (its status message, when any).
+    pub received: ReceivedMessage,
+    /// How many follow-ups the host already sent on this task.
+    pub previous_replies: u32,
+    /// Time left in the task's budget.
+    pub remaining_wait: Duration,
+}
+
+/// The host's decision on a plain `INPUT_REQUIRED`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "decision", rename_all = "snake_case")]
+pub enum InputDecision {
+    /// Send this content as a follow-up message on the same task (same `taskId` and
+    /// `contextId`), unchanged; the engine then observes the task again.
+    Reply {
+        /// The follow-up content.
+        content: MessageContent,
+    },
+    /// Do not answer: the task fails with `a2a.unsupported_task_state` and is cancelled.
+    Decline,
+}
+
 /// A valid Negotiation-T Propose reached the host.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct NegotiationRequest {
@@ -451,6 +481,8 @@ pub enum HostRequest {
     Route(RouteRequest),
     /// `on_negotiation`: answer a valid Propose.
     Negotiation(Box<NegotiationRequest>),
+    /// `on_input_required`: answer or decline a plain `INPUT_REQUIRED`.
+    InputRequired(Box<InputRequest>),
 }
 
 impl HostRequest {
@@ -461,6 +493,7 @@ impl HostRequest {
             HostRequest::SelfTask(_) => "on_self_task",
             HostRequest::Route(_) => "on_route",
             HostRequest::Negotiation(_) => "on_negotiation",
+            HostRequest::InputRequired(_) => "on_input_required",
         }
     }
 }
@@ -477,6 +510,8 @@ pub enum HostReply {
     Route(Result<RouteDecision, HostError>),
     /// Answer to `on_negotiation`.
     Negotiation(Result<NegotiationReply, HostError>),
+    /// Answer to `on_input_required`.
+    InputRequired(Result<InputDecision, HostError>),
 }
 
 impl HostReply {
@@ -487,6 +522,7 @@ impl HostReply {
             HostRequest::SelfTask(_) => HostReply::SelfTask(Err(error)),
             HostRequest::Route(_) => HostReply::Route(Err(error)),
             HostRequest::Negotiation(_) => HostReply::Negotiation(Err(error)),
+            HostRequest::InputRequired(_) => HostReply::InputRequired(Err(error)),
         }
     }
 }
@@ -539,6 +575,19 @@ pub trait ControlPoint: Send + Sync {
         let _ = request;
         core::future::ready(Err(HostError::missing_handler("on_negotiation")))
     }
+
+    /// Decide on a plain `INPUT_REQUIRED` (the task asks for input without Negotiation-T):
+    /// answer with a follow-up message on the same task, or decline (the default: the task
+    /// fails with `a2a.unsupported_task_state`). Only asked when the run allows follow-ups
+    /// ([`RunConfig::max_input_replies`](crate::RunConfig::max_input_replies)); each answer
+    /// counts against that limit and the task's budget.
+    fn on_input_required(
+        &self,
+        request: InputRequest,
+    ) -> impl Future<Output = Result<InputDecision, HostError>> + Send {
+        let _ = request;
+        core::future::ready(Ok(InputDecision::Decline))
+    }
 }
 
 /// Routes one [`HostRequest`] to the matching [`ControlPoint`] method.
@@ -552,6 +601,9 @@ pub async fn answer<C: ControlPoint + ?Sized>(
         HostRequest::Route(r) => HostReply::Route(control_point.on_route(r).await),
         HostRequest::Negotiation(r) => {
             HostReply::Negotiation(control_point.on_negotiation(*r).await)
+        }
+        HostRequest::InputRequired(r) => {
+            HostReply::InputRequired(control_point.on_input_required(*r).await)
         }
     }
 }

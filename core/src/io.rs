@@ -281,6 +281,7 @@ impl HostReply {
             HostReply::SelfTask(_) => "on_self_task",
             HostReply::Route(_) => "on_route",
             HostReply::Negotiation(_) => "on_negotiation",
+            HostReply::InputRequired(_) => "on_input_required",
         }
     }
 }

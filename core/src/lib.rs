@@ -134,6 +134,7 @@ mod remote;
 pub mod result;
 pub mod retry;
 pub mod run;
+pub mod tasks;
 pub mod time;
 pub mod trace;
 mod urlenc;

@@ -52,8 +52,8 @@ use crate::config::RunConfig;
 use crate::event::EventType;
 use crate::exchange::{self, ExchangeSpec, track_identity};
 use crate::host::{
-    Exchange, HostError, HostReply, HostRequest, MessageContent, NegotiationReply,
-    NegotiationRequest, TaskExecutionResult, TaskRequest, TaskStatus, codes,
+    Exchange, HostError, HostReply, HostRequest, InputDecision, InputRequest, MessageContent,
+    NegotiationReply, NegotiationRequest, TaskExecutionResult, TaskRequest, TaskStatus, codes,
 };
 use crate::ids::{CallId, OpId, TaskKey};
 use crate::io::{Correlation, OpPurpose, Output, TransportError, TransportErrorKind};
@@ -72,6 +72,8 @@ enum Phase {
     Waiting,
     /// Waiting for the backoff before the next retry.
     Backoff(Recovery),
+    /// Waiting for `on_input_required` (a plain INPUT_REQUIRED).
+    AnsweringInput(CallId),
     /// Waiting for `on_negotiation`.
     Negotiating {
         call: CallId,
@@ -187,6 +189,8 @@ pub(crate) struct Invocation {
     deadline: Timestamp,
     negotiation_active: bool,
     exchanges: Vec<Exchange>,
+    /// Follow-ups the host sent on plain INPUT_REQUIRED states.
+    input_replies: u32,
     answered: BTreeSet<(String, u32)>,
     last_context: Vec<(String, u32, u32)>,
     aborted: bool,
@@ -229,6 +233,7 @@ impl Invocation {
             deadline,
             negotiation_active: false,
             exchanges: Vec::new(),
+            input_replies: 0,
             answered: BTreeSet::new(),
             last_context: Vec::new(),
             aborted: false,
@@ -261,6 +266,9 @@ impl Invocation {
             }
             (Phase::Negotiating { call: c, .. }, HostReply::Negotiation(answer)) if *c == call => {
                 self.on_negotiation_reply(answer, env)
+            }
+            (Phase::AnsweringInput(c), HostReply::InputRequired(answer)) if *c == call => {
+                self.on_input_decision(answer, env)
             }
             _ => Ok(None),
         };
@@ -947,6 +955,9 @@ impl Invocation {
     // ----- negotiation -----
 
     fn on_input_required(&mut self, env: &mut Env<'_>) -> Step {
+        if !self.negotiation_active && env.config.max_input_replies.is_some() {
+            return self.ask_for_input(env);
+        }
         if !self.negotiation_active {
             return Err(Failure::new(
                 codes::UNSUPPORTED_TASK_STATE,
@@ -969,6 +980,86 @@ impl Invocation {
             .find(|r| r.task_id.is_some())
             .unwrap_or_default();
         self.on_propose(received, env)
+    }
+
+    /// A plain INPUT_REQUIRED the run lets the host answer: ask `on_input_required`, within
+    /// the follow-up limit.
+    fn ask_for_input(&mut self, env: &mut Env<'_>) -> Step {
+        let Some(task_id) = self.remote_task_id.clone() else {
+            return Err(Failure::new(
+                codes::UNSUPPORTED_TASK_STATE,
+                "INPUT_REQUIRED without a remote task identity",
+            ));
+        };
+        let limit = env.config.max_input_replies.unwrap_or(0);
+        if self.input_replies >= limit {
+            return Err(Failure::new(
+                codes::UNSUPPORTED_TASK_STATE,
+                format!(
+                    "INPUT_REQUIRED again after {} follow-up(s): the limit of {limit} is reached",
+                    self.input_replies
+                ),
+            )
+            .with_details(json!({ "inputReplies": self.input_replies, "limit": limit })));
+        }
+        let received = self
+            .acc
+            .received_messages()
+            .into_iter()
+            .rev()
+            .find(|r| r.task_id.is_some())
+            .unwrap_or_default();
+        let request = InputRequest {
+            task: self.request.clone(),
+            remote_task_id: task_id,
+            received,
+            previous_replies: self.input_replies,
+            remaining_wait: self.deadline.saturating_duration_since(env.ctx.now),
+        };
+        let call = env.ctx.new_call(CallOwner::Invocation(self.key));
+        env.ctx.push(Output::CallHost {
+            call,
+            request: HostRequest::InputRequired(Box::new(request)),
+        });
+        self.phase = Phase::AnsweringInput(call);
+        Ok(None)
+    }
+
+    /// The host's decision on a plain INPUT_REQUIRED.
+    fn on_input_decision(
+        &mut self,
+        answer: Result<InputDecision, HostError>,
+        env: &mut Env<'_>,
+    ) -> Step {
+        self.phase = Phase::Waiting;
+        let content = match answer {
+            Err(e) => return Err(host_failure(e)),
+            Ok(InputDecision::Decline) => {
+                return Err(Failure::new(
+                    codes::UNSUPPORTED_TASK_STATE,
+                    "Unsupported INPUT_REQUIRED interaction: the host declined to answer",
+                ));
+            }
+            Ok(InputDecision::Reply { content }) => content,
+        };
+        // A follow-up is a send like the first one: the same content rules apply.
+        match self.agent(env) {
+            Some(agent) => check_content(&content, agent).map_err(|f| {
+                Failure::new(
+                    codes::INVALID_CONTENT,
+                    format!("the follow-up for INPUT_REQUIRED is invalid: {}", f.message),
+                )
+            })?,
+            None => content
+                .validate()
+                .map_err(|e| Failure::new(codes::INVALID_CONTENT, e.to_string()))?,
+        }
+        self.input_replies += 1;
+        let message = self.message(&content, self.remote_task_id.clone(), env);
+        // The last state was the question; the answer starts a fresh observation.
+        self.last_state = None;
+        self.send_message(message, &content.unique_extensions(), OpPurpose::Reply, env)?;
+        Ok(None)
     }
 
     fn on_bare_message(&mut self, message: &Message, env: &mut Env<'_>) -> Step {
@@ -1266,7 +1357,9 @@ impl Invocation {
     /// Releases everything still pending and cancels a known non-final remote task.
     fn finish(&mut self, env: &mut Env<'_>) {
         match std::mem::replace(&mut self.phase, Phase::Done) {
-            Phase::Composing(call) | Phase::Negotiating { call, .. } => env.ctx.abandon_call(call),
+            Phase::Composing(call)
+            | Phase::AnsweringInput(call)
+            | Phase::Negotiating { call, .. } => env.ctx.abandon_call(call),
             Phase::Exchanging(op) => {
                 let orphan =
                     self.remote_task_id.is_none()

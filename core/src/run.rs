@@ -26,11 +26,12 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 
+use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
 use crate::a2a::{A2aCall, ResponseItem, StreamResponse};
 use crate::agents::AgentDirectory;
-pub use crate::config::{ConfigError, RunConfig};
+pub use crate::config::{ConfigError, INVALID_CONFIG, RunConfig};
 use crate::event::EventType;
 use crate::exchange;
 use crate::host::{
@@ -91,6 +92,74 @@ enum Slot {
     Local(CallId),
 }
 
+/// Where one step is, in a [`RunProgress`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum StepProgressState {
+    /// Not started (its predecessors have not all settled).
+    Pending,
+    /// Its subtasks (or its route decisions) are under way.
+    Running,
+    /// Done: succeeded.
+    Succeeded,
+    /// Done: failed.
+    Failed,
+    /// Done: cancelled.
+    Cancelled,
+    /// Never started: on a branch not taken.
+    Skipped,
+}
+
+impl StepProgressState {
+    /// Whether the step is over (succeeded, failed or cancelled).
+    pub fn is_done(self) -> bool {
+        matches!(
+            self,
+            StepProgressState::Succeeded | StepProgressState::Failed | StepProgressState::Cancelled
+        )
+    }
+}
+
+/// One step in a [`RunProgress`].
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct StepProgress {
+    /// The step name.
+    pub name: String,
+    /// Where it is.
+    pub state: StepProgressState,
+}
+
+/// A snapshot of a run taken between two inputs ([`Run::progress`]): all of its parts
+/// describe the same moment.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RunProgress {
+    /// The run's execution id.
+    pub execution_id: String,
+    /// Whether the run has finished.
+    pub finished: bool,
+    /// Every step in declaration order.
+    pub steps: Vec<StepProgress>,
+    /// Subtasks under way per agent (by the subtask's agent name; local subtasks included).
+    pub in_flight: BTreeMap<String, usize>,
+    /// step name → task key → outputs, for the subtasks finished so far (cancelled ones left
+    /// out), as in the result.
+    pub step_outputs: BTreeMap<String, BTreeMap<String, Vec<Value>>>,
+    /// The subtasks finished so far, in the order they finished.
+    pub history: Vec<TaskExecutionResult>,
+}
+
+impl RunProgress {
+    /// How many steps are in `state`.
+    pub fn count(&self, state: StepProgressState) -> usize {
+        self.steps.iter().filter(|s| s.state == state).count()
+    }
+
+    /// How many steps are over (succeeded, failed or cancelled).
+    pub fn done(&self) -> usize {
+        self.steps.iter().filter(|s| s.state.is_done()).count()
+    }
+}
+
 /// One workflow execution as a pure state machine. See the module docs for the contract.
 #[derive(Debug)]
 pub struct Run {
@@ -111,7 +180,21 @@ pub struct Run {
 }
 
 impl Run {
-    /// Creates the run. Nothing happens until the first [`Run::handle_timeout`] or
+    /// [`Run::new`] after checking `config` ([`RunConfig::validate`]): a zero budget,
+    /// interval or limit, a negative history length or a bad retry policy is refused with an
+    /// error naming the setting, and no run exists.
+    pub fn try_new(
+        workflow: Arc<ValidatedWorkflow>,
+        agents: Arc<AgentDirectory>,
+        config: RunConfig,
+        start: RunStart,
+    ) -> Result<Run, ConfigError> {
+        config.validate()?;
+        Ok(Run::new(workflow, agents, config, start))
+    }
+
+    /// Creates the run without checking `config` (see [`Run::try_new`]). Nothing happens
+    /// until the first [`Run::handle_timeout`] or
     /// [`Run::handle`]; the `start` event and the first dispatches are queued at once.
     pub fn new(
         workflow: Arc<ValidatedWorkflow>,
@@ -183,6 +266,86 @@ impl Run {
     /// The result, once finished.
     pub fn result(&self) -> Option<&ExecutionResult> {
         self.finished.as_ref()
+    }
+
+    /// A consistent snapshot of the run now: every step's state, the subtasks in flight per
+    /// agent, the outputs of the subtasks finished so far per step, and the history so far.
+    /// It reads the state and changes nothing. After the end it describes the final state.
+    pub fn progress(&self) -> RunProgress {
+        let result = self.finished.as_ref();
+        let steps = self
+            .workflow
+            .step_ids()
+            .map(|id| {
+                let name = self.workflow.step(id).name.clone();
+                let state = match self.steps[id.index()].phase {
+                    Phase::Pending => StepProgressState::Pending,
+                    Phase::Running | Phase::Routing => StepProgressState::Running,
+                    Phase::Succeeded => StepProgressState::Succeeded,
+                    Phase::Failed => StepProgressState::Failed,
+                    Phase::Skipped => StepProgressState::Skipped,
+                    Phase::Cancelled => StepProgressState::Cancelled,
+                };
+                StepProgress { name, state }
+            })
+            .collect();
+        let mut in_flight: BTreeMap<String, usize> = BTreeMap::new();
+        if result.is_none() {
+            for key in self.slots.keys() {
+                let step = self.workflow.step(key.step);
+                if let Some(sub) = step.subtasks.get(key.subtask as usize) {
+                    *in_flight.entry(sub.agent.clone()).or_default() += 1;
+                }
+            }
+        }
+        let (step_outputs, history) = match result {
+            Some(r) => (r.step_outputs.clone(), r.history.clone()),
+            None => {
+                let outputs = self
+                    .workflow
+                    .step_ids()
+                    .filter_map(|id| {
+                        let out = self.outputs_of(id);
+                        (!out.is_empty()).then(|| (self.workflow.step(id).name.clone(), out))
+                    })
+                    .collect();
+                let history = (0..self.finished_count())
+                    .filter_map(|i| self.finished_task(i).cloned())
+                    .collect();
+                (outputs, history)
+            }
+        };
+        RunProgress {
+            execution_id: self.ctx.execution_id.clone(),
+            finished: result.is_some(),
+            steps,
+            in_flight,
+            step_outputs,
+            history,
+        }
+    }
+
+    /// How many subtasks have finished so far (their whole send-and-negotiation cycle is
+    /// over); see [`Run::finished_task`].
+    pub fn finished_count(&self) -> usize {
+        match &self.finished {
+            Some(r) => r.history.len(),
+            None => self.finish_order.len(),
+        }
+    }
+
+    /// The `i`-th subtask to finish (0-based, in the order they finished), as it will appear
+    /// in the result's history; after the end, the result's history itself.
+    pub fn finished_task(&self, i: usize) -> Option<&TaskExecutionResult> {
+        if let Some(r) = &self.finished {
+            return r.history.get(i);
+        }
+        let key = self.finish_order.get(i)?;
+        self.steps
+            .get(key.step.index())?
+            .results
+            .get(key.subtask as usize)?
+            .as_ref()
     }
 
     /// Feeds one input that happened at `now`.
@@ -962,7 +1125,7 @@ impl Run {
             CallOwner::Route(..) => Some("on_route"),
         };
         let got = reply.callback_name();
-        let invocation_kinds = ["on_task", "on_negotiation"];
+        let invocation_kinds = ["on_task", "on_negotiation", "on_input_required"];
         let fits = match expected {
             Some(e) => e == got,
             None => invocation_kinds.contains(&got),

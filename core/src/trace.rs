@@ -123,6 +123,9 @@ pub struct TraceConfig {
     pub cancel_budget_us: u64,
     /// [`RunConfig::max_negotiation_exchanges`].
     pub max_negotiation_exchanges: u32,
+    /// [`RunConfig::max_input_replies`] (absent in traces of runs that did not allow them).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_input_replies: Option<u32>,
     /// [`RunConfig::history_length`].
     pub history_length: Option<i32>,
     /// [`DecodeLimits::max_event_bytes`].
@@ -164,6 +167,7 @@ impl TraceConfig {
             poll_interval_us: micros(config.poll_interval),
             cancel_budget_us: micros(config.cancel_budget),
             max_negotiation_exchanges: config.max_negotiation_exchanges,
+            max_input_replies: config.max_input_replies,
             history_length: config.history_length,
             max_event_bytes: config.decode_limits.max_event_bytes as u64,
             max_body_bytes: config.decode_limits.max_body_bytes as u64,
@@ -187,6 +191,7 @@ impl TraceConfig {
             poll_interval: Duration::from_micros(self.poll_interval_us),
             cancel_budget: Duration::from_micros(self.cancel_budget_us),
             max_negotiation_exchanges: self.max_negotiation_exchanges,
+            max_input_replies: self.max_input_replies,
             history_length: self.history_length,
             decode_limits: DecodeLimits {
                 max_event_bytes: usize::try_from(self.max_event_bytes).unwrap_or(usize::MAX),

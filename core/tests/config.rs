@@ -82,3 +82,66 @@ fn an_unusable_retry_policy_is_reported() {
     };
     assert_eq!(off.validate(), Ok(()));
 }
+
+#[test]
+fn a_negative_history_length_and_a_zero_input_reply_limit_are_named() {
+    let mut c = RunConfig {
+        history_length: Some(-1),
+        ..RunConfig::default()
+    };
+    assert_eq!(c.validate(), Err(ConfigError::Negative("history_length")));
+    assert_eq!(c.validate().unwrap_err().field(), "history_length");
+    c.history_length = Some(0);
+    assert_eq!(c.validate(), Ok(()));
+    c.max_input_replies = Some(0);
+    assert_eq!(
+        c.validate(),
+        Err(ConfigError::ZeroLimit("max_input_replies"))
+    );
+    c.max_input_replies = Some(1);
+    assert_eq!(c.validate(), Ok(()));
+}
+
+#[test]
+fn a_run_is_only_built_from_a_valid_configuration() {
+    use std::sync::Arc;
+    let wf =
+        Arc::new(a2at_core::workflow::ValidatedWorkflow::single_task("s", "alpha", "d").unwrap());
+    let agents = Arc::new(a2at_core::agents::AgentDirectory::default());
+    let bad = RunConfig {
+        task_budget: Duration::ZERO,
+        ..RunConfig::default()
+    };
+    let err =
+        a2at_core::Run::try_new(wf.clone(), agents.clone(), bad, Default::default()).unwrap_err();
+    assert_eq!(err, ConfigError::ZeroDuration("task_budget"));
+    assert!(a2at_core::Run::try_new(wf, agents, RunConfig::default(), Default::default()).is_ok());
+}
+
+#[test]
+fn extension_settings_are_checked_naming_the_field() {
+    use a2at_core::extension::ExtensionConfig;
+    assert_eq!(ExtensionConfig::default().validate(), Ok(()));
+    type Case = (&'static str, fn(&mut ExtensionConfig));
+    let cases: [Case; 4] = [
+        ("send_budget", |c| c.send_budget = Duration::ZERO),
+        ("poll_interval", |c| c.poll_interval = Duration::ZERO),
+        ("cancel_budget", |c| c.cancel_budget = Duration::ZERO),
+        ("ack_timeout", |c| c.ack_timeout = Duration::ZERO),
+    ];
+    for (name, set) in cases {
+        let mut c = ExtensionConfig::default();
+        set(&mut c);
+        assert_eq!(c.validate(), Err(ConfigError::ZeroDuration(name)));
+    }
+    let c = ExtensionConfig {
+        reattach_delay: Duration::ZERO,
+        max_reattach_attempts: 0,
+        ..ExtensionConfig::default()
+    };
+    assert_eq!(
+        c.validate(),
+        Ok(()),
+        "reattaching at once, or never, is allowed"
+    );
+}

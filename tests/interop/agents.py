@@ -311,6 +311,25 @@ class NegotiatorExecutor(AgentExecutor):
         await TaskUpdater(event_queue, context.task_id, context.context_id).cancel()
 
 
+class AskerExecutor(AgentExecutor):
+    """Asks a plain question (INPUT_REQUIRED, no Negotiation-T); a follow-up on the same task
+    completes it with artifact ``result`` = ``answer: <follow-up text>``."""
+
+    async def execute(self, context: RequestContext, event_queue: EventQueue) -> None:
+        current = context.current_task
+        updater = await start_task(context, event_queue)
+        if current is None:
+            await updater.requires_input(agent_text(updater, 'Which site?'))
+            return
+        await updater.add_artifact(
+            [text_part('answer: ' + first_text(context.message))], name='result'
+        )
+        await updater.complete()
+
+    async def cancel(self, context: RequestContext, event_queue: EventQueue) -> None:
+        await TaskUpdater(event_queue, context.task_id, context.context_id).cancel()
+
+
 class FailerExecutor(AgentExecutor):
     """Every task ends FAILED with status message ``simulated business failure``."""
 
@@ -405,6 +424,7 @@ def build_agents(slow_seconds: int) -> list[tuple[str, bool, str, AgentExecutor]
             NegotiatorExecutor(),
         ),
         ('failer', False, 'Fails every task', FailerExecutor()),
+        ('asker', False, 'Asks for input without Negotiation-T', AskerExecutor()),
         ('replier', True, 'Answers with its final status message only', ReplierExecutor()),
         ('paced', True, 'Streams a two-chunk artifact slowly', StreamerExecutor(pause=0.3)),
         ('slow', True, f'Works for {slow_seconds} s unless cancelled', SlowExecutor(slow_seconds)),

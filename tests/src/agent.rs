@@ -231,6 +231,10 @@ pub enum Plan {
     /// A Notification-T subscription stream (see [`NotifyScript`]). A unary send is answered
     /// with the task in the state of the script's first state event.
     Notify(NotifyScript),
+    /// Ask for input without Negotiation-T (INPUT_REQUIRED) this many times in all: each
+    /// follow-up on the task is answered with INPUT_REQUIRED again until the last, which
+    /// completes it.
+    AsksInput(u32),
     /// Stream these raw events verbatim (a misbehaving agent), after replacing the strings
     /// `$TASK` and `$CTX` by the new task's id and the request's context id; the task's state
     /// becomes the last state the events name.
@@ -378,6 +382,8 @@ struct TaskRecord {
     text: String,
     negotiation: Option<(Negotiation, usize)>,
     notify: Option<(NotifyScript, usize)>,
+    /// Follow-ups still answered with INPUT_REQUIRED again (plain questions).
+    asks_again: u32,
 }
 
 /// A scripted agent with its own task table.
@@ -404,6 +410,9 @@ pub struct ScriptedAgent {
     pub resubscribable: bool,
     /// Whether it implements `ListTasks`.
     pub lists_tasks: bool,
+    /// Whether `ListTasks` pages (`pageSize`, `pageToken`, `totalSize`); without it every
+    /// matching task comes in one page.
+    pub pages_tasks: bool,
 }
 
 /// The Negotiation-T URI, as agents emit it.
@@ -428,6 +437,7 @@ impl ScriptedAgent {
             seen: BTreeMap::new(),
             resubscribable: true,
             lists_tasks: true,
+            pages_tasks: false,
         }
     }
 
@@ -442,6 +452,13 @@ impl ScriptedAgent {
     /// the task (an agent without resubscription).
     pub fn without_resubscribe(mut self) -> Self {
         self.resubscribable = false;
+        self
+    }
+
+    /// Page `ListTasks` answers (`pageSize`, `pageToken` as the index of the page's first task,
+    /// `totalSize`).
+    pub fn paging(mut self) -> Self {
+        self.pages_tasks = true;
         self
     }
 
@@ -749,13 +766,38 @@ impl ScriptedAgent {
             }
             "ListTasks" if self.lists_tasks => {
                 let context = req.params.get("contextId").and_then(Value::as_str);
-                let tasks: Vec<Value> = self
+                let status = req.params.get("status").and_then(Value::as_str);
+                // Paging: `pageToken` is the index of the page's first task; numbers come as
+                // JSON numbers (JSON-RPC) or query strings (REST).
+                let number = |key: &str| {
+                    let v = req.params.get(key)?;
+                    v.as_u64().or_else(|| v.as_str()?.parse().ok())
+                };
+                let size = number("pageSize").unwrap_or(50) as usize;
+                let start = number("pageToken").unwrap_or(0) as usize;
+                let matching: Vec<Value> = self
                     .tasks
                     .iter()
                     .filter(|(_, t)| context.is_none_or(|c| c == t.context_id))
+                    .filter(|(_, t)| status.is_none_or(|s| s == t.state))
                     .map(|(id, t)| task_json(id, t))
                     .collect();
-                self.respond(req, json!({"tasks": tasks, "nextPageToken": ""}), false)
+                if !self.pages_tasks {
+                    return self.respond(
+                        req,
+                        json!({"tasks": matching, "nextPageToken": ""}),
+                        false,
+                    );
+                }
+                let total = matching.len();
+                let page: Vec<Value> = matching.into_iter().skip(start).take(size).collect();
+                let next = if start + size < total {
+                    (start + size).to_string()
+                } else {
+                    String::new()
+                };
+                let body = json!({"tasks": page, "nextPageToken": next, "pageSize": size, "totalSize": total});
+                self.respond(req, body, false)
             }
             _ => self.error(req, 404, -32601, "METHOD_NOT_FOUND", "Method not found"),
         }
@@ -885,6 +927,7 @@ impl ScriptedAgent {
                         text,
                         negotiation: None,
                         notify: None,
+                        asks_again: 0,
                     },
                 );
                 with_delay(sse_reply(req, events, true), delay)
@@ -900,8 +943,13 @@ impl ScriptedAgent {
                     text,
                     negotiation: None,
                     notify: None,
+                    asks_again: 0,
                 };
                 match plan {
+                    Plan::AsksInput(times) => {
+                        record.state = "TASK_STATE_INPUT_REQUIRED";
+                        record.asks_again = times.saturating_sub(1);
+                    }
                     Plan::States(states) => {
                         record.later = states.into_iter().map(|s| (s, None)).collect();
                         reveal(&mut record);
@@ -1009,6 +1057,9 @@ impl ScriptedAgent {
                 task.state = next.0;
                 task.message = next.1;
             }
+        } else if task.asks_again > 0 {
+            task.asks_again -= 1;
+            task.state = "TASK_STATE_INPUT_REQUIRED";
         } else {
             task.state = "TASK_STATE_COMPLETED";
             task.message = None;

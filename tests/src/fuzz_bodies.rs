@@ -290,6 +290,13 @@ fn host_reply(request: &HostRequest, choice: u8) -> HostReply {
                 .map(|content| NegotiationReply::Send { content })
                 .map_err(|_| err()),
         }),
+        HostRequest::InputRequired(_) => HostReply::InputRequired(match choice % 3 {
+            0 => Err(err()),
+            1 => Ok(a2at_core::host::InputDecision::Decline),
+            _ => Ok(a2at_core::host::InputDecision::Reply {
+                content: MessageContent::text("more input"),
+            }),
+        }),
     }
 }
 

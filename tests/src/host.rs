@@ -104,6 +104,13 @@ impl ScriptedHost {
                 let (d, a) = (self.on_negotiation)(r);
                 (d, a.map(HostReply::Negotiation))
             }
+            // The scripted host declines plain INPUT_REQUIRED, as the default host does.
+            HostRequest::InputRequired(_) => (
+                Duration::ZERO,
+                Some(HostReply::InputRequired(Ok(
+                    a2at_core::host::InputDecision::Decline,
+                ))),
+            ),
         }
     }
 }

@@ -13,17 +13,22 @@ macro_rules! runtime_api {
     ($rt:ty) => {
         pub use $crate::a2at_core;
         pub use $crate::a2at_core::a2a::AgentCard;
+        pub use $crate::a2at_core::a2a::{ListTasksParams, StreamResponse, Task, TaskPage};
         pub use $crate::a2at_core::host::{
-            ControlPoint, HostError, MessageContent, NegotiationReply, RouteDecision,
+            ControlPoint, HostError, InputDecision, InputRequest, MessageContent, NegotiationReply,
+            RouteDecision,
         };
+        pub use $crate::a2at_core::run::{RunProgress, StepProgress, StepProgressState};
+        pub use $crate::a2at_core::tasks::TaskError;
         pub use $crate::a2at_core::workflow::{ValidatedWorkflow, parse_and_validate};
         pub use $crate::a2at_core::{ExecutionResult, RetryPolicy, RunStart};
         pub use $crate::{
-            AuthHook, BuiltControlPoint, CREDENTIAL_KEY_ENV, ControlPointBuilder,
-            DEFAULT_DISCOVERY_DEADLINE, DEFAULT_LOGIN_TIMEOUT, DEFAULT_MAX_DISCOVERY_BODY_BYTES,
-            DiscoveryError, EngineConfig, EngineError, EnvFile, EventEnvelope, EventSink,
-            EventStream, ExtensionError, ExtensionSenderConfig, Heartbeat, MAX_REDIRECTS, OnFinish,
-            OnFinishError, Reattachment, RunHandle, SeedSource, SubscriptionCompletion, TlsConfig,
+            AuthHook, BuiltControlPoint, CREDENTIAL_KEY_ENV, CloseMode, CloseReport,
+            ControlPointBuilder, DEFAULT_DISCOVERY_DEADLINE, DEFAULT_LOGIN_TIMEOUT,
+            DEFAULT_MAX_DISCOVERY_BODY_BYTES, DiscoveryError, ENGINE_CLOSED, EngineConfig,
+            EngineError, EnvFile, EventEnvelope, EventSink, EventStream, ExtensionError,
+            ExtensionSenderConfig, Heartbeat, MAX_REDIRECTS, OnFinish, OnFinishError, Reattachment,
+            RunHandle, SeedSource, SubscriptionCompletion, TaskSubscription, TlsConfig,
             load_credentials,
         };
 

@@ -28,8 +28,12 @@ use crate::config::{
     DEFAULT_LOGIN_TIMEOUT, EnvFile, EnvLookup, LogOverrides, SeedSource, protocol_log_config,
 };
 use crate::error::EngineError;
-use crate::events::{EventSink, OnFinish, OnFinishError, RunHandle};
+use crate::events::{
+    ConversationClosed, ConversationHook, EventHook, EventSink, OnFinish, OnFinishError, RunHandle,
+};
 use crate::http::HttpClient;
+use crate::lifecycle::{ENGINE_CLOSED, Registry};
+use crate::run_loop::Cancel;
 use crate::run_loop::{Driver, Recorder};
 use crate::runtime::Runtime;
 use crate::tls::TlsConfig;
@@ -53,6 +57,13 @@ pub struct EngineConfig {
     pub max_in_flight: usize,
     /// Where run seeds come from (default: the OS).
     pub seed: SeedSource,
+    /// Events a run's stream holds before the run waits for the consumer (default 1024;
+    /// at least 1). A consumer that stops reading while holding the stream pauses the run
+    /// (and a cancel through its handle) once this many events wait; memory stays bounded and
+    /// no event is dropped. Dropping the stream (or awaiting [`RunHandle::result`]) releases
+    /// the run: later events go only to the event sink and `on_finish`. [`Engine::close`]
+    /// never waits for such a consumer: a run it cancels stops feeding the stream.
+    pub event_queue: usize,
     /// Deadline of one credential login, response body included (default 30 s).
     /// A login that misses it fails the send with an authentication error; nothing is sent
     /// unauthenticated.
@@ -67,6 +78,7 @@ impl Default for EngineConfig {
             max_in_flight_per_agent: 16,
             max_in_flight: 256,
             seed: SeedSource::Os,
+            event_queue: 1024,
             login_timeout: DEFAULT_LOGIN_TIMEOUT,
         }
     }
@@ -120,6 +132,7 @@ pub struct EngineBuilder<R> {
     env_file: Option<EnvFile>,
     log: LogOverrides,
     tls: Option<TlsConfig>,
+    on_conversation_closed: Option<ConversationHook>,
 }
 
 impl<R> std::fmt::Debug for EngineBuilder<R> {
@@ -174,6 +187,14 @@ impl<R: Runtime> EngineBuilder<R> {
         self
     }
 
+    /// Lets hosts answer a plain `INPUT_REQUIRED` (no Negotiation-T) with up to `n` follow-up
+    /// messages per task through `on_input_required`: sets [`RunConfig::max_input_replies`]
+    /// (must be at least 1). Without it such a task fails with `a2a.unsupported_task_state`.
+    pub fn max_input_replies(mut self, n: u32) -> Self {
+        self.config.run.max_input_replies = Some(n);
+        self
+    }
+
     /// See [`EngineConfig::preferred_binding`].
     pub fn preferred_binding(mut self, binding: Binding) -> Self {
         self.config.preferred_binding = Some(binding);
@@ -183,6 +204,12 @@ impl<R: Runtime> EngineBuilder<R> {
     /// See [`EngineConfig::max_in_flight_per_agent`].
     pub fn max_in_flight_per_agent(mut self, n: usize) -> Self {
         self.config.max_in_flight_per_agent = n;
+        self
+    }
+
+    /// See [`EngineConfig::event_queue`].
+    pub fn event_queue(mut self, capacity: usize) -> Self {
+        self.config.event_queue = capacity;
         self
     }
 
@@ -253,6 +280,19 @@ impl<R: Runtime> EngineBuilder<R> {
         self
     }
 
+    /// The per-conversation close hook: called once for every conversation (the `contextId`
+    /// of one task activation: its send, waiting and every negotiation exchange) after its
+    /// whole cycle is over, whatever the outcome, and before the run's result is delivered;
+    /// never after each HTTP request. Local (`SELF_LOOP`) tasks have no conversation. Its
+    /// panics are caught and ignored.
+    pub fn on_conversation_closed(
+        mut self,
+        hook: impl Fn(&ConversationClosed) + Send + Sync + 'static,
+    ) -> Self {
+        self.on_conversation_closed = Some(Arc::new(hook));
+        self
+    }
+
     /// See [`EngineConfig::login_timeout`] (must be positive).
     pub fn login_timeout(mut self, timeout: Duration) -> Self {
         self.config.login_timeout = timeout;
@@ -305,6 +345,9 @@ impl<R: Runtime> EngineBuilder<R> {
         if self.config.max_in_flight == 0 {
             return Err(EngineError::Config("max_in_flight must be at least 1"));
         }
+        if self.config.event_queue == 0 {
+            return Err(EngineError::Config("event_queue must be at least 1"));
+        }
         if self.config.max_in_flight_per_agent == 0 {
             return Err(EngineError::Config(
                 "max_in_flight_per_agent must be at least 1",
@@ -341,6 +384,8 @@ impl<R: Runtime> EngineBuilder<R> {
                 runs: AtomicU64::new(0),
                 credentials,
                 tls,
+                registry: Arc::new(Registry::default()),
+                on_conversation_closed: self.on_conversation_closed,
             }),
         })
     }
@@ -355,6 +400,16 @@ struct Inner<R> {
     credentials: Option<a2at_core::auth::CredentialsConfig>,
     /// Kept for the [`ExtensionSender`](crate::ExtensionSender) built from this engine.
     tls: TlsConfig,
+    /// The open runs and subscriptions, for [`Engine::close`].
+    registry: Arc<Registry>,
+    on_conversation_closed: Option<ConversationHook>,
+}
+
+impl<R> Drop for Inner<R> {
+    /// The last clone of the engine is gone: close without waiting.
+    fn drop(&mut self) {
+        self.registry.close_now();
+    }
 }
 
 /// The engine: validated cards, settings, the HTTP client and the concurrency limits. Cheap to
@@ -394,6 +449,7 @@ impl<R: Runtime> Engine<R> {
             env_file: None,
             log: LogOverrides::default(),
             tls: None,
+            on_conversation_closed: None,
         }
     }
 
@@ -442,6 +498,11 @@ impl<R: Runtime> Engine<R> {
             seed: None,
             trace: None,
             events: None,
+            task_budget: None,
+            callback_budget: None,
+            max_negotiation_exchanges: None,
+            max_input_replies: None,
+            map_events: None,
         }
     }
 
@@ -470,7 +531,8 @@ impl<R: Runtime> Engine<R> {
     }
 
     /// Like [`Engine::send_task`], answering Negotiation-T Proposes with `strategy`'s
-    /// `on_negotiation` (its other callbacks are never called).
+    /// `on_negotiation`, and a plain `INPUT_REQUIRED` with its `on_input_required` when the
+    /// engine allows follow-ups (its other callbacks are never called).
     pub async fn send_task_negotiating<N: ControlPoint + 'static>(
         &self,
         agent: &str,
@@ -506,7 +568,17 @@ impl<R: Runtime> Engine<R> {
         }
     }
 
-    fn next_seed(&self) -> u64 {
+    /// The open runs and subscriptions.
+    pub(crate) fn registry(&self) -> Arc<Registry> {
+        self.inner.registry.clone()
+    }
+
+    /// The transport every exchange of this engine goes through (runs and task calls).
+    pub(crate) fn transport(&self) -> Arc<Transport<R>> {
+        self.inner.transport.clone()
+    }
+
+    pub(crate) fn next_seed(&self) -> u64 {
         match self.inner.config.seed {
             SeedSource::Fixed(seed) => seed,
             SeedSource::Os => {
@@ -554,6 +626,11 @@ pub struct RunBuilder<R, C> {
     seed: Option<u64>,
     trace: Option<Box<dyn std::io::Write + Send>>,
     events: Option<EventSelection>,
+    task_budget: Option<Duration>,
+    callback_budget: Option<Duration>,
+    max_negotiation_exchanges: Option<u32>,
+    max_input_replies: Option<u32>,
+    map_events: Option<EventHook>,
 }
 
 impl<R, C> std::fmt::Debug for RunBuilder<R, C> {
@@ -569,6 +646,34 @@ impl<R: Runtime, C: ControlPoint + 'static> RunBuilder<R, C> {
     /// The runtime intent and language of the run.
     pub fn start(mut self, start: RunStart) -> Self {
         self.start = start;
+        self
+    }
+
+    /// This run's budget per task activation (overrides [`RunConfig::task_budget`]; must be
+    /// positive, else the run ends at once with `config.invalid` naming it).
+    pub fn task_budget(mut self, budget: Duration) -> Self {
+        self.task_budget = Some(budget);
+        self
+    }
+
+    /// This run's budget per `on_route` / `on_self_task` call (overrides
+    /// [`RunConfig::callback_budget`]; must be positive).
+    pub fn callback_budget(mut self, budget: Duration) -> Self {
+        self.callback_budget = Some(budget);
+        self
+    }
+
+    /// This run's negotiation exchanges per task (overrides
+    /// [`RunConfig::max_negotiation_exchanges`]; must be at least 1).
+    pub fn max_negotiation_exchanges(mut self, n: u32) -> Self {
+        self.max_negotiation_exchanges = Some(n);
+        self
+    }
+
+    /// This run's follow-ups per task on a plain `INPUT_REQUIRED` (overrides
+    /// [`RunConfig::max_input_replies`]; must be at least 1).
+    pub fn max_input_replies(mut self, n: u32) -> Self {
+        self.max_input_replies = Some(n);
         self
     }
 
@@ -592,6 +697,18 @@ impl<R: Runtime, C: ControlPoint + 'static> RunBuilder<R, C> {
     /// since nobody could see them (the result is the same either way).
     pub fn events(mut self, selection: EventSelection) -> Self {
         self.events = Some(selection);
+        self
+    }
+
+    /// The event hook: maps each event to itself, another event, several (e.g. to inject
+    /// business events built with [`EventEnvelope::derived`] as `EventType::HostEvent`) or
+    /// none. A panicking hook leaves the original event. The sink, the stream and `on_finish`
+    /// see what it returns; the final `close` event does not pass through it.
+    pub fn map_events(
+        mut self,
+        hook: impl Fn(&EventEnvelope) -> Vec<EventEnvelope> + Send + Sync + 'static,
+    ) -> Self {
+        self.map_events = Some(Arc::new(hook));
         self
     }
 
@@ -633,7 +750,34 @@ impl<R: Runtime, C: ControlPoint + 'static> RunBuilder<R, C> {
         let seed = self.seed.unwrap_or_else(|| self.engine.next_seed());
         let mut config = self.engine.run_config(seed);
         config.events = self.events.unwrap_or_default();
-        let recorder = self.trace.and_then(|writer| {
+        if let Some(b) = self.task_budget {
+            config.task_budget = b;
+        }
+        if let Some(b) = self.callback_budget {
+            config.callback_budget = b;
+        }
+        if let Some(n) = self.max_negotiation_exchanges {
+            config.max_negotiation_exchanges = n;
+        }
+        if let Some(n) = self.max_input_replies {
+            config.max_input_replies = Some(n);
+        }
+        // Settings are checked at the door: a bad one refuses the run before anything runs.
+        if let Err(e) = config.validate() {
+            let execution_id = a2at_core::IdGenerator::new(seed).next_uuid();
+            tracing::warn!(%execution_id, error = %e, "run refused: unusable setting");
+            return refused(
+                execution_id,
+                seed,
+                a2at_core::result::RunError {
+                    code: a2at_core::run::INVALID_CONFIG.to_owned(),
+                    message: format!("invalid run setting: {e}"),
+                },
+            );
+        }
+        let slot = self.engine.inner.registry.open_run();
+        let trace = self.trace.filter(|_| slot.is_some());
+        let recorder = trace.and_then(|writer| {
             Recorder::start(
                 writer,
                 &self.workflow,
@@ -649,22 +793,41 @@ impl<R: Runtime, C: ControlPoint + 'static> RunBuilder<R, C> {
             self.start,
         );
         let execution_id = run.execution_id().to_owned();
-        tracing::info!(%execution_id, seed, "run started");
-        let (events_tx, events_rx) = mpsc::unbounded();
+        let Some((ticket, close_rx)) = slot else {
+            tracing::warn!(%execution_id, "run refused: the engine is closed");
+            return refused(
+                execution_id,
+                seed,
+                a2at_core::result::RunError {
+                    code: ENGINE_CLOSED.to_owned(),
+                    message: "the engine is closed: no new run starts".to_owned(),
+                },
+            );
+        };
+        let (events_tx, events_rx) = mpsc::channel(self.engine.inner.config.event_queue);
+        let (progress_tx, progress_rx) = mpsc::unbounded();
         let (cancel_tx, cancel_rx) = oneshot::channel();
         let (result_tx, result_rx) = oneshot::channel();
+        tracing::info!(%execution_id, seed, "run started");
         let driver = Driver {
             transport: self.engine.inner.transport.clone(),
             control_point: self.control_point,
             on_finish: self.on_finish,
             sink: self.sink,
             events_tx,
+            events_open: true,
+            map_events: self.map_events,
+            progress_rx: futures::StreamExt::boxed(progress_rx),
             recorder,
+            ticket: Some(ticket),
+            on_conversation_closed: self.engine.inner.on_conversation_closed.clone(),
         };
         let span = tracing::info_span!("a2at_run", %execution_id, seed);
         R::spawn(
             async move {
-                let result = driver.drive(run, cancel_rx).await;
+                let result = driver
+                    .drive(run, Cancel::either(cancel_rx, Some(close_rx)))
+                    .await;
                 let _ = result_tx.send(result);
             }
             .instrument(span),
@@ -675,6 +838,7 @@ impl<R: Runtime, C: ControlPoint + 'static> RunBuilder<R, C> {
             events: Some(events_rx),
             result: result_rx,
             cancel: std::sync::Mutex::new(Some(cancel_tx)),
+            progress: progress_tx,
         }
     }
 
@@ -684,6 +848,30 @@ impl<R: Runtime, C: ControlPoint + 'static> RunBuilder<R, C> {
             self.events = Some(EventSelection::None);
         }
         self.spawn().result().await
+    }
+}
+
+/// The handle of a run refused at the door: nothing ran, no event, the result is `error`.
+fn refused(execution_id: String, seed: u64, error: a2at_core::result::RunError) -> RunHandle {
+    let (cancel_tx, _) = oneshot::channel();
+    let (result_tx, result_rx) = oneshot::channel();
+    let (_, events_rx) = mpsc::channel(1);
+    let (progress, _) = mpsc::unbounded();
+    let _ = result_tx.send(ExecutionResult {
+        execution_id: execution_id.clone(),
+        success: false,
+        error: Some(error),
+        history: Vec::new(),
+        step_outputs: Default::default(),
+        steps: Vec::new(),
+    });
+    RunHandle {
+        execution_id,
+        seed,
+        events: Some(events_rx),
+        result: result_rx,
+        cancel: std::sync::Mutex::new(Some(cancel_tx)),
+        progress,
     }
 }
 
@@ -734,6 +922,19 @@ impl<N: ControlPoint + 'static> ControlPoint for SendTaskControlPoint<N> {
             match strategy {
                 Some(s) => s.on_negotiation(request).await,
                 None => Err(HostError::missing_handler("on_negotiation")),
+            }
+        }
+    }
+
+    fn on_input_required(
+        &self,
+        request: a2at_core::host::InputRequest,
+    ) -> impl Future<Output = Result<a2at_core::host::InputDecision, HostError>> + Send {
+        let strategy = self.strategy.clone();
+        async move {
+            match strategy {
+                Some(s) => s.on_input_required(request).await,
+                None => Ok(a2at_core::host::InputDecision::Decline),
             }
         }
     }

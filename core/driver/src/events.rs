@@ -7,6 +7,7 @@ use std::task::{Context, Poll};
 
 use a2at_core::driver_support::EventEnvelope;
 use a2at_core::result::{ExecutionResult, RunError};
+use a2at_core::run::RunProgress;
 use futures::channel::{mpsc, oneshot};
 use futures::future::BoxFuture;
 use futures::{Stream, StreamExt};
@@ -14,6 +15,13 @@ use futures::{Stream, StreamExt};
 /// A synchronous observer of every event. Its panics are caught and ignored: events never affect
 /// execution (EV catalogue). It may be called from any thread.
 pub type EventSink = Arc<dyn Fn(&EventEnvelope) + Send + Sync>;
+
+/// The event hook ([`RunBuilder::map_events`](crate::RunBuilder::map_events)): maps each event
+/// to what the host wants delivered instead: itself (`vec![event.clone()]`), another event,
+/// several (e.g. the event plus business events), or none (`vec![]`). If it panics, the
+/// original event is delivered. It runs before the event sink, the event stream and the
+/// events handed to `on_finish`; the final `close` event is not passed through it.
+pub type EventHook = Arc<dyn Fn(&EventEnvelope) -> Vec<EventEnvelope> + Send + Sync>;
 
 /// The error an `on_finish` hook may return; it is logged and never changes the result.
 pub type OnFinishError = Box<dyn std::error::Error + Send + Sync>;
@@ -26,6 +34,30 @@ pub type OnFinish = Arc<
         + Sync,
 >;
 
+/// One conversation that is over: the A2A context of one task activation, after its whole
+/// send-plus-negotiation cycle (whatever its outcome).
+#[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
+pub struct ConversationClosed {
+    /// The run's execution id.
+    pub execution_id: String,
+    /// The step the task belonged to.
+    pub step: String,
+    /// The agent (card name).
+    pub agent: String,
+    /// The conversation's `contextId`.
+    pub context_id: String,
+    /// The agent's task id, when one was created.
+    pub remote_task_id: Option<String>,
+}
+
+/// The per-conversation close hook ([`EngineBuilder::on_conversation_closed`]): called once
+/// per context, after its last exchange, before the run's result is delivered. Its panics are
+/// caught and ignored.
+///
+/// [`EngineBuilder::on_conversation_closed`]: crate::EngineBuilder::on_conversation_closed
+pub type ConversationHook = Arc<dyn Fn(&ConversationClosed) + Send + Sync>;
+
 /// A running workflow: its events as they happen, cancellation and the final result.
 ///
 /// Dropping the handle (or the future of [`RunHandle::result`]) cancels the run; the run is still
@@ -34,10 +66,12 @@ pub type OnFinish = Arc<
 pub struct RunHandle {
     pub(crate) execution_id: String,
     pub(crate) seed: u64,
-    pub(crate) events: Option<mpsc::UnboundedReceiver<EventEnvelope>>,
+    pub(crate) events: Option<mpsc::Receiver<EventEnvelope>>,
     pub(crate) result: oneshot::Receiver<ExecutionResult>,
     /// Sending or dropping it cancels the run.
     pub(crate) cancel: Mutex<Option<oneshot::Sender<()>>>,
+    /// Asks the driver for a progress snapshot.
+    pub(crate) progress: mpsc::UnboundedSender<oneshot::Sender<RunProgress>>,
 }
 
 impl RunHandle {
@@ -66,6 +100,16 @@ impl RunHandle {
         EventStream {
             rx: self.events.take(),
         }
+    }
+
+    /// A consistent snapshot of the run now (steps done, running, pending and skipped,
+    /// subtasks in flight per agent, the outputs and history so far), taken between two
+    /// inputs without stopping the run; `None` once the run has ended (see
+    /// [`RunHandle::result`]).
+    pub async fn progress(&self) -> Option<RunProgress> {
+        let (tx, rx) = oneshot::channel();
+        self.progress.unbounded_send(tx).ok()?;
+        rx.await.ok()
     }
 
     /// Asks the run to cancel: the core cancels every known non-final remote task and drops late
@@ -110,7 +154,7 @@ impl RunHandle {
 /// The events of one run as a [`Stream`]; it ends after `close`.
 #[derive(Debug)]
 pub struct EventStream {
-    rx: Option<mpsc::UnboundedReceiver<EventEnvelope>>,
+    rx: Option<mpsc::Receiver<EventEnvelope>>,
 }
 
 impl Stream for EventStream {

@@ -59,6 +59,7 @@ use crate::config::{DEFAULT_LOGIN_TIMEOUT, EnvLookup, SeedSource, protocol_log_c
 use crate::engine::Engine;
 use crate::error::EngineError;
 use crate::http::HttpClient;
+use crate::lifecycle::Registry;
 use crate::run_loop::{Waiter, spawn_abortable};
 use crate::runtime::Runtime;
 use crate::tls::TlsConfig;
@@ -157,6 +158,7 @@ pub struct ExtensionSenderBuilder<R> {
     tls: Option<TlsConfig>,
     login_timeout: Duration,
     log: Option<a2at_core::protolog::LogConfig>,
+    registry: Option<Arc<Registry>>,
 }
 
 impl<R> std::fmt::Debug for ExtensionSenderBuilder<R> {
@@ -270,6 +272,16 @@ impl<R: Runtime> ExtensionSenderBuilder<R> {
         if self.login_timeout.is_zero() {
             return Err(EngineError::Config("login_timeout must be positive"));
         }
+        ExtensionConfig {
+            send_budget: c.send_budget,
+            poll_interval: c.poll_interval,
+            cancel_budget: c.cancel_budget,
+            ack_timeout: c.ack_timeout,
+            max_reattach_attempts: c.max_reattach_attempts,
+            reattach_delay: c.reattach_delay,
+            ..ExtensionConfig::default()
+        }
+        .validate()?;
         let log = match self.log {
             Some(log) => log,
             None => protocol_log_config(&EnvLookup::process(), None)?,
@@ -301,6 +313,7 @@ impl<R: Runtime> ExtensionSenderBuilder<R> {
                     log,
                 }),
                 operations: AtomicU64::new(0),
+                registry: self.registry,
             }),
         })
     }
@@ -311,6 +324,9 @@ struct SenderInner<R> {
     config: ExtensionSenderConfig,
     transport: Arc<Transport<R>>,
     operations: AtomicU64,
+    /// The registry of the engine this sender was built from: closing the engine closes its
+    /// subscriptions.
+    registry: Option<Arc<Registry>>,
 }
 
 /// Sends Authorization-T and opens Notification-T subscriptions, independently of any workflow.
@@ -339,7 +355,9 @@ impl<R> std::fmt::Debug for ExtensionSender<R> {
 impl<R: Runtime> Engine<R> {
     /// A builder for an [`ExtensionSender`] over this engine's validated cards and
     /// authentication hook, with budgets taken from the engine (send budget = task budget).
-    /// The sender gets its own transport.
+    /// The sender gets its own transport. Its Notification-T subscriptions belong to the
+    /// engine's lifecycle: [`Engine::close`] (or dropping the engine) closes them, and a
+    /// subscription opened after that closes at once.
     pub fn extension_sender_builder(&self) -> ExtensionSenderBuilder<R> {
         let parts = self.extension_parts();
         let c = self.config();
@@ -360,6 +378,7 @@ impl<R: Runtime> Engine<R> {
             tls: Some(parts.tls),
             login_timeout: c.login_timeout,
             log: Some(parts.log),
+            registry: Some(self.registry()),
         }
     }
 
@@ -383,6 +402,7 @@ impl<R: Runtime> ExtensionSender<R> {
             tls: None,
             login_timeout: DEFAULT_LOGIN_TIMEOUT,
             log: None,
+            registry: None,
         }
     }
 
@@ -556,7 +576,20 @@ impl<R: Runtime> ExtensionSender<R> {
         });
         let shared = handle.shared.clone();
         let transport = self.inner.transport.clone();
+        let ticket = match &self.inner.registry {
+            None => None,
+            Some(registry) => {
+                let closing = handle.clone();
+                let ticket = registry.open_subscription(move || closing.close());
+                if ticket.is_none() {
+                    // The engine is closed: this subscription ends at once.
+                    handle.close();
+                }
+                ticket
+            }
+        };
         R::spawn(async move {
+            let _ticket = ticket;
             let tell_shared = shared.clone();
             drive(NotiMachine(machine), transport, close_rx, move |out| {
                 tell_shared.on_output(out, R::now(), &queue_tx);
@@ -867,15 +900,15 @@ enum Told {
 }
 
 #[allow(clippy::large_enum_variant)] // requests are moved, never copied
-enum MachineStep<T> {
+pub(crate) enum MachineStep<T> {
     Transmit(HttpRequest),
     Abort(OpId),
     Tell(T),
     Skip,
 }
 
-/// The common surface of the two core machines.
-trait Machine: Send + 'static {
+/// The common surface of the core's operation machines (extensions, task calls).
+pub(crate) trait Machine: Send + 'static {
     type Told: Send;
     fn handle(&mut self, input: Input, now: Timestamp) -> Result<(), ApiMisuse>;
     fn handle_timeout(&mut self, now: Timestamp) -> Result<(), ApiMisuse>;
@@ -953,10 +986,10 @@ impl Machine for NotiMachine {
 /// Drives one machine to its end: carries out exchanges, arms its timer, feeds completions back
 /// with the time they happened, and hands everything else to `tell`. `close` resolving (sent,
 /// or its sender dropped) is [`Input::Cancel`]. Decides nothing.
-async fn drive<R: Runtime, M: Machine>(
+pub(crate) async fn drive<R: Runtime, M: Machine>(
     mut machine: M,
     transport: Arc<Transport<R>>,
-    close: oneshot::Receiver<()>,
+    close: impl Into<crate::run_loop::Cancel>,
     mut tell: impl FnMut(M::Told) + Send,
 ) {
     let mut waiter = Waiter::<R>::new(close);

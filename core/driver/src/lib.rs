@@ -48,6 +48,25 @@
 //! cleanup (`CancelTask` for every known non-final remote task). [`RunHandle::cancel`] does the
 //! same without giving up the result.
 //!
+//! [`Engine::close`] shuts an engine down: nothing new starts (`engine.closed`), task and
+//! notification subscriptions close, and runs in flight are drained or cancelled
+//! ([`CloseMode`]) within a deadline, with a [`CloseReport`]. Dropping the last clone of the
+//! engine closes it without waiting. [`EngineBuilder::on_conversation_closed`] is called once
+//! per conversation after its whole send-plus-negotiation cycle.
+//!
+//! ## Events and progress
+//!
+//! [`RunBuilder::map_events`] lets the host keep, replace, expand or drop each event (a
+//! panicking hook keeps the original). The stream is bounded ([`EngineConfig::event_queue`]):
+//! a consumer that holds it and stops reading pauses the run; dropping it releases the run.
+//! [`RunHandle::progress`] gives a consistent snapshot between two inputs.
+//!
+//! ## Task management
+//!
+//! [`Engine::get_task`], [`Engine::list_tasks`], [`Engine::cancel_task`] and
+//! [`Engine::subscribe_to_task`] manage the tasks an agent holds, over the same cards,
+//! authentication, TLS and transport as workflow subtasks.
+//!
 //! ## Reproducing a run
 //!
 //! Each run's id seed comes from the OS unless [`EngineConfig::seed`] fixes it; it is logged
@@ -77,8 +96,10 @@ mod events;
 mod extension;
 mod http;
 mod http2;
+mod lifecycle;
 mod run_loop;
 mod runtime;
+mod tasks;
 mod tls;
 mod transport;
 #[cfg(test)]
@@ -96,12 +117,17 @@ pub use engine::{
     CREDENTIAL_KEY_ENV, Engine, EngineBuilder, EngineConfig, RunBuilder, load_credentials,
 };
 pub use error::EngineError;
-pub use events::{EventSink, EventStream, OnFinish, OnFinishError, RunHandle};
+pub use events::{
+    ConversationClosed, ConversationHook, EventHook, EventSink, EventStream, OnFinish,
+    OnFinishError, RunHandle,
+};
 pub use extension::{
     ExtensionError, ExtensionSender, ExtensionSenderBuilder, ExtensionSenderConfig, Heartbeat,
     NotificationSubscription, Reattachment, SubscriptionCompletion,
 };
 pub use http::HttpClient;
+pub use lifecycle::{CloseMode, CloseReport, ENGINE_CLOSED};
 pub use runtime::{BoxFuture, Runtime};
+pub use tasks::TaskSubscription;
 pub use tls::TlsConfig;
 pub use transport::AuthHook;

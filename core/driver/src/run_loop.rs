@@ -1,7 +1,7 @@
 //! The driver loop: drain the core's outputs, carry them out concurrently, feed completions back
 //! with the time they happened. It decides nothing.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
 use std::task::Poll;
@@ -13,7 +13,7 @@ use a2at_core::event::{Event, EventType};
 use a2at_core::host::{ControlPoint, HostRequest};
 use a2at_core::io::{Input, Output};
 use a2at_core::result::ExecutionResult;
-use a2at_core::run::{RunConfig, RunStart};
+use a2at_core::run::{RunConfig, RunProgress, RunStart};
 use a2at_core::trace::{TraceHeader, TraceWriter};
 use a2at_core::workflow::ValidatedWorkflow;
 use a2at_core::{CallId, OpId, Run, Timestamp};
@@ -22,9 +22,12 @@ use futures::future::{AbortHandle, Abortable};
 use futures::{FutureExt, SinkExt, StreamExt};
 use std::io::Write;
 
-use crate::events::{EventSink, OnFinish};
+use crate::events::{ConversationClosed, ConversationHook, EventHook, EventSink, OnFinish};
+use crate::lifecycle::RunTicket;
 use crate::runtime::{BoxFuture, Runtime, elapsed};
 use crate::transport::Transport;
+use a2at_core::io::OpPurpose;
+use std::sync::atomic::Ordering;
 
 /// Completions waiting for the driver; exchange tasks wait when it is full.
 const COMPLETION_QUEUE: usize = 1024;
@@ -35,8 +38,19 @@ pub(crate) struct Driver<R, C> {
     pub(crate) control_point: Arc<C>,
     pub(crate) on_finish: Option<OnFinish>,
     pub(crate) sink: Option<EventSink>,
-    pub(crate) events_tx: mpsc::UnboundedSender<EventEnvelope>,
+    /// The bounded event queue: a full queue pauses the run until the consumer reads.
+    pub(crate) events_tx: mpsc::Sender<EventEnvelope>,
+    /// Whether the consumer still holds the event stream.
+    pub(crate) events_open: bool,
+    /// The host's event hook.
+    pub(crate) map_events: Option<EventHook>,
+    /// Progress requests from the run's handle.
+    pub(crate) progress_rx: futures::stream::BoxStream<'static, oneshot::Sender<RunProgress>>,
     pub(crate) recorder: Option<Recorder>,
+    /// The run's place in the engine's registry (counters for the close report).
+    pub(crate) ticket: Option<RunTicket>,
+    /// Called once per finished conversation.
+    pub(crate) on_conversation_closed: Option<ConversationHook>,
 }
 
 /// Writes the run's trace: every input the driver feeds the core and every output it drains.
@@ -86,6 +100,39 @@ impl Recorder {
     }
 }
 
+/// Resolves when any of its receivers resolves (sent or dropped): the host's cancel and the
+/// engine's close both cancel a run.
+pub(crate) struct Cancel {
+    receivers: Vec<oneshot::Receiver<()>>,
+}
+
+impl Cancel {
+    /// Cancelled by either receiver.
+    pub(crate) fn either(a: oneshot::Receiver<()>, b: Option<oneshot::Receiver<()>>) -> Cancel {
+        Cancel {
+            receivers: std::iter::once(a).chain(b).collect(),
+        }
+    }
+
+    fn poll(&mut self, cx: &mut std::task::Context<'_>) -> Poll<()> {
+        if self
+            .receivers
+            .iter_mut()
+            .any(|rx| rx.poll_unpin(cx).is_ready())
+        {
+            Poll::Ready(())
+        } else {
+            Poll::Pending
+        }
+    }
+}
+
+impl From<oneshot::Receiver<()>> for Cancel {
+    fn from(rx: oneshot::Receiver<()>) -> Cancel {
+        Cancel::either(rx, None)
+    }
+}
+
 /// Why the driver woke up.
 enum Wake {
     Cancel,
@@ -97,7 +144,7 @@ enum Wake {
 /// Shared by every driver loop (runs and extension operations) so the wake-up rules exist once.
 pub(crate) struct Waiter<R> {
     epoch: std::time::Instant,
-    cancel: Option<oneshot::Receiver<()>>,
+    cancel: Option<Cancel>,
     sleep: Option<BoxFuture<()>>,
     armed: Option<Timestamp>,
     runtime: std::marker::PhantomData<fn() -> R>,
@@ -105,10 +152,10 @@ pub(crate) struct Waiter<R> {
 
 impl<R: Runtime> Waiter<R> {
     /// Starts the machine's clock now; `cancel` resolving (sent or dropped) means cancel.
-    pub(crate) fn new(cancel: oneshot::Receiver<()>) -> Waiter<R> {
+    pub(crate) fn new(cancel: impl Into<Cancel>) -> Waiter<R> {
         Waiter {
             epoch: R::now(),
-            cancel: Some(cancel),
+            cancel: Some(cancel.into()),
             sleep: None,
             armed: None,
             runtime: std::marker::PhantomData,
@@ -140,7 +187,7 @@ impl<R: Runtime> Waiter<R> {
         }
         let wake = std::future::poll_fn(|cx| {
             if let Some(c) = self.cancel.as_mut() {
-                if c.poll_unpin(cx).is_ready() {
+                if c.poll(cx).is_ready() {
                     self.cancel = None;
                     return Poll::Ready(Wake::Cancel);
                 }
@@ -181,22 +228,27 @@ pub(crate) fn stamp_event(event: Event) -> EventEnvelope {
 
 impl<R: Runtime, C: ControlPoint + 'static> Driver<R, C> {
     /// Drives `run` to its end. `cancel` resolving (sent or dropped) cancels it.
-    pub(crate) async fn drive(
-        mut self,
-        mut run: Run,
-        cancel: oneshot::Receiver<()>,
-    ) -> ExecutionResult {
+    pub(crate) async fn drive(mut self, mut run: Run, cancel: Cancel) -> ExecutionResult {
         let mut waiter = Waiter::<R>::new(cancel);
         let (tx, mut rx) = mpsc::channel::<Input>(COMPLETION_QUEUE);
         // Every spawned exchange and callback, by the id the core may abort it with.
         let mut ops: BTreeMap<OpId, AbortHandle> = BTreeMap::new();
         let mut calls: BTreeMap<CallId, AbortHandle> = BTreeMap::new();
         let mut collected: Vec<EventEnvelope> = Vec::new();
+        // Conversations already reported to the close hook, and finished tasks looked at.
+        let mut closed_contexts: BTreeSet<String> = BTreeSet::new();
+        let mut tasks_seen = 0usize;
         loop {
+            self.close_conversations(&run, &mut tasks_seen, &mut closed_contexts);
             while let Some(output) = run.poll_output() {
                 Recorder::write(&mut self.recorder, |w| w.output(&output));
                 match output {
                     Output::Transmit(req) => {
+                        if req.purpose == OpPurpose::Cancel {
+                            if let Some(t) = &self.ticket {
+                                t.stats.cancels_sent.fetch_add(1, Ordering::Relaxed);
+                            }
+                        }
                         let op = req.op;
                         let transport = self.transport.clone();
                         let tx = tx.clone();
@@ -219,11 +271,13 @@ impl<R: Runtime, C: ControlPoint + 'static> Driver<R, C> {
                     }
                     Output::Event(event) => {
                         let envelope = stamp_event(event);
-                        self.deliver(&envelope);
-                        // Only on_finish reads the whole list; without it, keeping every event
-                        // would make a run's memory grow with its length.
-                        if self.on_finish.is_some() {
-                            collected.push(envelope);
+                        for envelope in self.map(envelope) {
+                            self.deliver(&envelope).await;
+                            // Only on_finish reads the whole list; without it, keeping every
+                            // event would make a run's memory grow with its length.
+                            if self.on_finish.is_some() {
+                                collected.push(envelope);
+                            }
                         }
                     }
                     Output::Finished(result) => {
@@ -237,7 +291,31 @@ impl<R: Runtime, C: ControlPoint + 'static> Driver<R, C> {
                 }
             }
 
-            let (now, input) = waiter.next(run.poll_timeout(), &mut rx).await;
+            // A progress request is answered between two inputs: the snapshot is consistent
+            // and the run goes on. (Waiting is cancel-safe: nothing is lost when a request
+            // wins the race.)
+            let deadline = run.poll_timeout();
+            let woke = {
+                let next = waiter.next(deadline, &mut rx);
+                futures::pin_mut!(next);
+                let asked = self.progress_rx.next();
+                match futures::future::select(next, asked).await {
+                    futures::future::Either::Left((woke, _)) => Some(woke),
+                    futures::future::Either::Right((asked, _)) => {
+                        match asked {
+                            Some(reply) => {
+                                let _ = reply.send(run.progress());
+                            }
+                            // Every handle is gone: nobody asks any more.
+                            None => self.progress_rx = futures::stream::pending().boxed(),
+                        }
+                        None
+                    }
+                }
+            };
+            let Some((now, input)) = woke else {
+                continue;
+            };
             if let Some(input) = input {
                 match &input {
                     Input::ResponseEnd { op } | Input::TransportFailed { op, .. } => {
@@ -263,17 +341,91 @@ impl<R: Runtime, C: ControlPoint + 'static> Driver<R, C> {
         }
     }
 
-    fn deliver(&self, envelope: &EventEnvelope) {
+    /// Calls the conversation close hook for every task that finished since the last call,
+    /// once per context id.
+    fn close_conversations(&self, run: &Run, seen: &mut usize, closed: &mut BTreeSet<String>) {
+        let Some(hook) = &self.on_conversation_closed else {
+            return;
+        };
+        while *seen < run.finished_count() {
+            let Some(task) = run.finished_task(*seen) else {
+                break;
+            };
+            *seen += 1;
+            let Some(context_id) = task.context_id.clone() else {
+                continue;
+            };
+            if !closed.insert(context_id.clone()) {
+                continue;
+            }
+            let conversation = ConversationClosed {
+                execution_id: run.execution_id().to_owned(),
+                step: task.step_name.clone(),
+                agent: task.agent_name.clone(),
+                context_id,
+                remote_task_id: task.remote_task_id.clone(),
+            };
+            if std::panic::catch_unwind(AssertUnwindSafe(|| hook(&conversation))).is_err() {
+                tracing::warn!(agent = %conversation.agent, "conversation close hook panicked; ignored");
+            }
+        }
+    }
+
+    /// The events the host wants instead of `envelope`; the original when the hook panics.
+    fn map(&self, envelope: EventEnvelope) -> Vec<EventEnvelope> {
+        let Some(hook) = &self.map_events else {
+            return vec![envelope];
+        };
+        match std::panic::catch_unwind(AssertUnwindSafe(|| hook(&envelope))) {
+            Ok(mapped) => mapped,
+            Err(_) => {
+                tracing::warn!(
+                    event = envelope.type_str(),
+                    "event hook panicked; the original event is delivered"
+                );
+                vec![envelope]
+            }
+        }
+    }
+
+    /// Hands one event to the sink and the stream. The stream's queue is bounded: when it is
+    /// full this waits for the consumer (backpressure); once the consumer dropped the stream,
+    /// events go to the sink only.
+    async fn deliver(&mut self, envelope: &EventEnvelope) {
         if let Some(sink) = &self.sink {
             if std::panic::catch_unwind(AssertUnwindSafe(|| sink(envelope))).is_err() {
                 tracing::warn!(event = envelope.type_str(), "event sink panicked; ignored");
             }
         }
-        let _ = self.events_tx.unbounded_send(envelope.clone());
+        if !self.events_open {
+            return;
+        }
+        let sent = match &self.ticket {
+            // A close that cancels the run stops the wait for a consumer that does not read.
+            Some(ticket) => {
+                let stats = ticket.stats.clone();
+                let send = self.events_tx.send(envelope.clone());
+                let closing = stats.closing();
+                futures::pin_mut!(send, closing);
+                match futures::future::select(send, closing).await {
+                    futures::future::Either::Left((sent, _)) => sent.is_ok(),
+                    futures::future::Either::Right(_) => {
+                        tracing::warn!(
+                            "the engine is closing and nobody reads the event stream: its events stop here"
+                        );
+                        false
+                    }
+                }
+            }
+            None => self.events_tx.send(envelope.clone()).await.is_ok(),
+        };
+        if !sent {
+            self.events_open = false;
+        }
     }
 
     async fn finish(
-        self,
+        mut self,
         result: ExecutionResult,
         collected: Vec<EventEnvelope>,
     ) -> ExecutionResult {
@@ -299,7 +451,7 @@ impl<R: Runtime, C: ControlPoint + 'static> Driver<R, C> {
             }
         }
         let close = stamp_event(Event::new(EventType::Close, serde_json::json!({})));
-        self.deliver(&close);
+        self.deliver(&close).await;
         result
     }
 }

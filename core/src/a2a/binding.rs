@@ -12,7 +12,7 @@ use super::error::{self, Head, ProtocolError, codes};
 use super::grpc::{GrpcEncodeError, GrpcResponseDecoder, encode_grpc_call};
 use super::protojson::{DecodeError, Path, short};
 use super::sse::{SseDecoder, SseError, SseEvent};
-use super::types::{SendMessageRequest, StreamResponse, Task};
+use super::types::{ListTasksParams, SendMessageRequest, StreamResponse, Task, TaskPage};
 use core::time::Duration;
 use serde_json::{Map, Value};
 
@@ -306,6 +306,10 @@ pub enum A2aCall<'a> {
         /// Page size (the agent's default when `None`).
         page_size: Option<u32>,
     },
+    /// `ListTasks` with the caller's filters and paging, sent as given (no `historyLength`
+    /// unless asked for). The decoder yields one `Task` event per listed task and keeps the
+    /// page's paging fields ([`ResponseDecoder::task_page`]).
+    ListTasksPage(&'a ListTasksParams),
 }
 
 /// The kind of an [`A2aCall`], without its data.
@@ -356,7 +360,7 @@ impl A2aCall<'_> {
             A2aCall::GetTask { .. } => CallKind::GetTask,
             A2aCall::CancelTask { .. } => CallKind::CancelTask,
             A2aCall::SubscribeToTask { .. } => CallKind::SubscribeToTask,
-            A2aCall::ListTasks { .. } => CallKind::ListTasks,
+            A2aCall::ListTasks { .. } | A2aCall::ListTasksPage(_) => CallKind::ListTasks,
         }
     }
 }
@@ -399,6 +403,38 @@ fn task_params(tenant: Option<&str>, id: &str, history_length: Option<i32>) -> V
         m.insert("historyLength".to_owned(), Value::from(h));
     }
     Value::Object(m)
+}
+
+/// The `ListTasks` fields that are set, in proto field order, with their ProtoJSON values
+/// (camelCase names, the state by its enum name).
+fn list_tasks_fields(p: &ListTasksParams) -> Vec<(&'static str, Value)> {
+    let mut out = Vec::new();
+    if let Some(c) = p.context_id.as_deref().filter(|c| !c.is_empty()) {
+        out.push(("contextId", Value::String(c.to_owned())));
+    }
+    if let Some(s) = p.status {
+        out.push(("status", Value::String(s.as_str().to_owned())));
+    }
+    if let Some(n) = p.page_size {
+        out.push(("pageSize", Value::from(n)));
+    }
+    if let Some(t) = p.page_token.as_deref().filter(|t| !t.is_empty()) {
+        out.push(("pageToken", Value::String(t.to_owned())));
+    }
+    if let Some(h) = p.history_length {
+        out.push(("historyLength", Value::from(h)));
+    }
+    if let Some(t) = p
+        .status_timestamp_after
+        .as_deref()
+        .filter(|t| !t.is_empty())
+    {
+        out.push(("statusTimestampAfter", Value::String(t.to_owned())));
+    }
+    if let Some(b) = p.include_artifacts {
+        out.push(("includeArtifacts", Value::Bool(b)));
+    }
+    out
 }
 
 fn compact(v: &Value) -> Vec<u8> {
@@ -482,6 +518,16 @@ fn encode_json_call(
                     m.insert("historyLength".to_owned(), Value::from(0));
                     Value::Object(m)
                 }
+                A2aCall::ListTasksPage(params) => {
+                    let mut m = Map::new();
+                    if let Some(t) = tenant {
+                        m.insert("tenant".to_owned(), Value::String(t.to_owned()));
+                    }
+                    for (k, v) in list_tasks_fields(params) {
+                        m.insert(k.to_owned(), v);
+                    }
+                    Value::Object(m)
+                }
             };
             let mut env = Map::new();
             env.insert("jsonrpc".to_owned(), Value::String("2.0".to_owned()));
@@ -551,6 +597,24 @@ fn encode_json_call(
                     );
                     if let Some(n) = page_size {
                         url.push_str(&format!("&pageSize={n}"));
+                    }
+                    (HttpMethod::Get, url, None)
+                }
+                A2aCall::ListTasksPage(params) => {
+                    let query: Vec<String> = list_tasks_fields(params)
+                        .into_iter()
+                        .map(|(k, v)| {
+                            let text = match v {
+                                Value::String(s) => s,
+                                other => other.to_string(),
+                            };
+                            format!("{k}={}", percent_encode_segment(&text))
+                        })
+                        .collect();
+                    let mut url = format!("{base}/tasks");
+                    if !query.is_empty() {
+                        url.push('?');
+                        url.push_str(&query.join("&"));
                     }
                     (HttpMethod::Get, url, None)
                 }
@@ -649,6 +713,7 @@ pub struct ResponseDecoder {
     events: usize,
     sse_out: Vec<SseEvent>,
     grpc: Option<Box<GrpcResponseDecoder>>,
+    page: Option<TaskPage>,
 }
 
 impl ResponseDecoder {
@@ -667,6 +732,7 @@ impl ResponseDecoder {
             sse_out: Vec::new(),
             grpc: (binding == Binding::Grpc)
                 .then(|| Box::new(GrpcResponseDecoder::new(kind, limits))),
+            page: None,
         }
     }
 
@@ -676,6 +742,12 @@ impl ResponseDecoder {
         if let Some(g) = &mut self.grpc {
             g.on_trailers(trailers, out);
         }
+    }
+
+    /// The paging fields of a decoded `ListTasks` answer (`tasks` left empty: the tasks are
+    /// the `Task` events); `None` before the answer was decoded or for other calls.
+    pub fn task_page(&self) -> Option<&TaskPage> {
+        self.page.as_ref()
     }
 
     /// Records the status line and headers (names compared case-insensitively).
@@ -937,6 +1009,21 @@ impl ResponseDecoder {
                     )));
                     return;
                 }
+            }
+        }
+        let paging = TaskPage::from_json(&Value::Object(
+            ["nextPageToken", "pageSize", "totalSize"]
+                .iter()
+                .filter_map(|k| payload.get(*k).map(|v| ((*k).to_owned(), v.clone())))
+                .collect(),
+        ));
+        match paging {
+            Ok(page) => self.page = Some(page),
+            Err(e) => {
+                out.push(malformed(format!(
+                    "ListTasks response: invalid paging at {e}"
+                )));
+                return;
             }
         }
         for task in decoded {

@@ -34,7 +34,7 @@ pub use error::{ProtocolError, redact_json};
 pub use protojson::{DecodeError, DecodeErrorKind};
 pub use sse::{SseDecoder, SseError, SseEvent};
 pub use types::{
-    Artifact, Message, Part, PartContent, RemoteTaskStatus, Role, SendMessageConfiguration,
-    SendMessageRequest, StreamResponse, Task, TaskArtifactUpdateEvent, TaskState,
-    TaskStatusUpdateEvent,
+    Artifact, ListTasksParams, Message, Part, PartContent, RemoteTaskStatus, Role,
+    SendMessageConfiguration, SendMessageRequest, StreamResponse, Task, TaskArtifactUpdateEvent,
+    TaskPage, TaskState, TaskStatusUpdateEvent,
 };

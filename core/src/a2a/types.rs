@@ -837,3 +837,52 @@ impl SendMessageRequest {
     }
 }
 via_protojson!(SendMessageRequest);
+
+/// The filters and paging of one `ListTasks` call. Every field is optional; an absent field
+/// is not sent, so the agent applies its own default (and its own authorisation scope: an
+/// agent lists only the tasks the caller may see).
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct ListTasksParams {
+    /// Only tasks of this context.
+    pub context_id: Option<String>,
+    /// Only tasks in this state.
+    pub status: Option<TaskState>,
+    /// Tasks per page (the protocol allows 1 to 100; the agent's default, usually 50, when
+    /// absent).
+    pub page_size: Option<u32>,
+    /// The `nextPageToken` of the previous page; absent for the first page.
+    pub page_token: Option<String>,
+    /// History messages to include per task (`Some(0)`: none).
+    pub history_length: Option<u32>,
+    /// Only tasks whose status changed after this RFC 3339 time, sent verbatim.
+    pub status_timestamp_after: Option<String>,
+    /// Whether to include artifacts.
+    pub include_artifacts: Option<bool>,
+}
+
+/// One page of a `ListTasks` answer.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct TaskPage {
+    /// The tasks, in the agent's order.
+    pub tasks: Vec<Task>,
+    /// The token of the next page; `None` on the last page (the wire's `""`).
+    pub next_page_token: Option<String>,
+    /// The page size the agent applied, when it said.
+    pub page_size: Option<i32>,
+    /// The number of matching tasks over all pages, when the agent said.
+    pub total_size: Option<i32>,
+}
+
+impl TaskPage {
+    /// Decodes a `ListTasksResponse` (defaults printed as `""`, `0` or `[]` read as absent).
+    pub fn from_json(v: &Value) -> Result<TaskPage, DecodeError> {
+        let path = Path::Root;
+        let m = as_object(v, &path)?;
+        Ok(TaskPage {
+            tasks: list(m, "tasks", &path, Task::decode)?,
+            next_page_token: opt_string(m, "nextPageToken", &path)?,
+            page_size: opt_i32(m, "pageSize", &path)?,
+            total_size: opt_i32(m, "totalSize", &path)?,
+        })
+    }
+}

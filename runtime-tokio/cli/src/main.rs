@@ -5,6 +5,7 @@ mod demo;
 mod discover_cmd;
 mod progress;
 mod run_cmd;
+mod task_cmd;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -129,6 +130,11 @@ enum Command {
         #[command(subcommand)]
         command: discover_cmd::PsopCommand,
     },
+    /// Look at, list, cancel or follow an agent's tasks.
+    Task {
+        #[command(subcommand)]
+        command: task_cmd::TaskCommand,
+    },
 }
 
 #[derive(Clone, Copy, ValueEnum)]
@@ -136,6 +142,16 @@ enum BindingArg {
     Jsonrpc,
     Rest,
     Grpc,
+}
+
+impl BindingArg {
+    fn binding(self) -> a2at_core::a2a::Binding {
+        match self {
+            BindingArg::Jsonrpc => a2at_core::a2a::Binding::JsonRpc,
+            BindingArg::Rest => a2at_core::a2a::Binding::HttpJson,
+            BindingArg::Grpc => a2at_core::a2a::Binding::Grpc,
+        }
+    }
 }
 
 #[derive(Clone, Copy, ValueEnum)]
@@ -191,15 +207,12 @@ fn main() -> ExitCode {
             events,
             result,
             trace,
-            binding: binding.map(|b| match b {
-                BindingArg::Jsonrpc => a2at_core::a2a::Binding::JsonRpc,
-                BindingArg::Rest => a2at_core::a2a::Binding::HttpJson,
-                BindingArg::Grpc => a2at_core::a2a::Binding::Grpc,
-            }),
+            binding: binding.map(BindingArg::binding),
             task_budget: task_budget_secs.map(std::time::Duration::from_secs),
         }),
         Some(Command::Registry { command }) => discover_cmd::registry(command),
         Some(Command::Psop { command }) => discover_cmd::psop(command),
+        Some(Command::Task { command }) => task_cmd::run(command),
     }
 }
 

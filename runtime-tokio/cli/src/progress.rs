@@ -222,3 +222,90 @@ fn short(v: &Value) -> String {
         s
     }
 }
+
+/// One line of live progress: steps done/running/pending/skipped out of all, subtasks in
+/// flight per agent, subtasks finished.
+pub(crate) fn progress_line(p: &a2at_tokio::RunProgress) -> String {
+    use a2at_tokio::StepProgressState as S;
+    let flight: Vec<String> = p
+        .in_flight
+        .iter()
+        .map(|(agent, n)| format!("{agent}×{n}"))
+        .collect();
+    format!(
+        "[{}/{} steps done, {} running, {} pending, {} skipped; in flight: {}; {} tasks finished]",
+        p.done(),
+        p.steps.len(),
+        p.count(S::Running),
+        p.count(S::Pending),
+        p.count(S::Skipped),
+        if flight.is_empty() {
+            "none".to_owned()
+        } else {
+            flight.join(", ")
+        },
+        p.history.len()
+    )
+}
+
+/// Runs to the end; on a terminal, shows [`progress_line`] (from `run.progress()`, refreshed
+/// twice a second) on stderr, rewritten in place and cleared at the end.
+pub(crate) async fn run_with_progress_line<C: a2at_tokio::ControlPoint + 'static>(
+    builder: a2at_tokio::RunBuilder<C>,
+) -> ExecutionResult {
+    use std::io::{IsTerminal, Write};
+    let mut run = builder.spawn();
+    // Events go to the sink; nobody reads the stream, so it must not hold the run.
+    drop(run.events());
+    if !std::io::stderr().is_terminal() {
+        return run.result().await;
+    }
+    let mut shown = false;
+    loop {
+        match run.progress().await {
+            Some(p) if !p.finished => {
+                let mut err = std::io::stderr();
+                let _ = write!(err, "\r\x1b[2K{}", progress_line(&p));
+                let _ = err.flush();
+                shown = true;
+            }
+            _ => break,
+        }
+        tokio::time::sleep(Duration::from_millis(500)).await;
+    }
+    if shown {
+        let _ = write!(std::io::stderr(), "\r\x1b[2K");
+    }
+    run.result().await
+}
+
+#[cfg(test)]
+mod progress_tests {
+    use super::*;
+    use a2at_tokio::{RunProgress, StepProgress, StepProgressState};
+
+    #[test]
+    fn the_progress_line_counts_steps_and_agents() {
+        let step = |name: &str, state| StepProgress {
+            name: name.into(),
+            state,
+        };
+        let p = RunProgress {
+            execution_id: "e".into(),
+            finished: false,
+            steps: vec![
+                step("a", StepProgressState::Succeeded),
+                step("b", StepProgressState::Running),
+                step("c", StepProgressState::Pending),
+                step("d", StepProgressState::Skipped),
+            ],
+            in_flight: [("alpha".to_owned(), 2)].into_iter().collect(),
+            step_outputs: Default::default(),
+            history: Vec::new(),
+        };
+        assert_eq!(
+            progress_line(&p),
+            "[1/4 steps done, 1 running, 1 pending, 1 skipped; in flight: alpha×2; 0 tasks finished]"
+        );
+    }
+}

@@ -325,7 +325,7 @@ impl ControlPoint for PolicyHost {
 }
 
 /// Reads one card file (a card or an array of cards) or every `*.json` file of a directory.
-fn load_cards(path: &Path) -> Result<Vec<AgentCard>, String> {
+pub(crate) fn load_cards(path: &Path) -> Result<Vec<AgentCard>, String> {
     let mut files: Vec<PathBuf> = if path.is_dir() {
         std::fs::read_dir(path)
             .map_err(|e| format!("cannot read {}: {e}", path.display()))?
@@ -469,21 +469,19 @@ fn prepare_and_run(opts: RunOptions) -> Result<bool, String> {
         if let Some(file) = trace_file {
             builder = builder.record(std::io::BufWriter::new(file));
         }
-        builder
-            .event_sink(move |e: &EventEnvelope| {
-                if let Ok(mut n) = narrator.lock() {
-                    n.print(started.elapsed(), e);
+        let builder = builder.event_sink(move |e: &EventEnvelope| {
+            if let Ok(mut n) = narrator.lock() {
+                n.print(started.elapsed(), e);
+            }
+            if let Ok(mut file) = events.lock() {
+                if let Some(f) = file.as_mut() {
+                    use std::io::Write as _;
+                    let _ = serde_json::to_writer(&mut *f, e);
+                    let _ = writeln!(f);
                 }
-                if let Ok(mut file) = events.lock() {
-                    if let Some(f) = file.as_mut() {
-                        use std::io::Write as _;
-                        let _ = serde_json::to_writer(&mut *f, e);
-                        let _ = writeln!(f);
-                    }
-                }
-            })
-            .execute()
-            .await
+            }
+        });
+        crate::progress::run_with_progress_line(builder).await
     });
     summary(
         &result,

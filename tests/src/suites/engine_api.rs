@@ -308,3 +308,87 @@ pub fn events_are_built_only_when_someone_can_see_them<T: TestRuntime>() {
         );
     })
 }
+
+pub fn zero_or_negative_settings_are_refused_at_the_door_naming_the_field<T: TestRuntime>() {
+    type Builder<T> = a2at_driver::EngineBuilder<<T as TestRuntime>::Rt>;
+    type Sender<T> = a2at_driver::ExtensionSender<<T as TestRuntime>::Rt>;
+    type SenderBuilder<T> = a2at_driver::ExtensionSenderBuilder<<T as TestRuntime>::Rt>;
+    let card =
+        || a2at_core::a2a::AgentCard::from_json_value(&ScriptedAgent::new("a").card()).unwrap();
+    let zero = Duration::ZERO;
+    type Set<B> = fn(B) -> B;
+    let engine_cases: Vec<(&str, Set<Builder<T>>)> = vec![
+        ("task_budget", |b| b.task_budget(Duration::ZERO)),
+        ("callback_budget", |b| b.callback_budget(Duration::ZERO)),
+        ("poll_interval", |b| b.poll_interval(Duration::ZERO)),
+        ("cancel_budget", |b| b.cancel_budget(Duration::ZERO)),
+        ("max_negotiation_exchanges", |b| {
+            b.max_negotiation_exchanges(0)
+        }),
+        ("login_timeout", |b| b.login_timeout(Duration::ZERO)),
+        ("max_in_flight", |b| b.max_in_flight(0)),
+        ("max_in_flight_per_agent", |b| b.max_in_flight_per_agent(0)),
+        ("history_length", |b| {
+            let mut c = a2at_driver::EngineConfig::default();
+            c.run.history_length = Some(-1);
+            b.config(c)
+        }),
+    ];
+    for (field, set) in engine_cases {
+        let err = set(Engine::<T>::builder(vec![card()])).build().unwrap_err();
+        assert!(err.to_string().contains(field), "{field}: {err}");
+    }
+    let sender_cases: Vec<(&str, Set<SenderBuilder<T>>)> = vec![
+        ("send_budget", |b| b.send_budget(Duration::ZERO)),
+        ("poll_interval", |b| b.poll_interval(Duration::ZERO)),
+        ("cancel_budget", |b| b.cancel_budget(Duration::ZERO)),
+        ("ack_timeout", |b| b.ack_timeout(Duration::ZERO)),
+        ("login_timeout", |b| b.login_timeout(Duration::ZERO)),
+    ];
+    for (field, set) in sender_cases {
+        let err = set(Sender::<T>::builder(vec![card()])).build().unwrap_err();
+        assert!(err.to_string().contains(field), "{field}: {err}");
+    }
+    // Per run: the run is refused before anything is sent, with a typed error naming it.
+    T::block_on(async {
+        let server = LoopbackServer::start(vec![ScriptedAgent::new("alpha")]).await;
+        let engine = Engine::<T>::builder(server.cards())
+            .build()
+            .expect("engine");
+        let wf = wide(&["alpha"], 1);
+        let runs = [
+            (
+                "task_budget",
+                engine.run(wf.clone(), echo_host()).task_budget(zero),
+            ),
+            (
+                "callback_budget",
+                engine.run(wf.clone(), echo_host()).callback_budget(zero),
+            ),
+            (
+                "max_negotiation_exchanges",
+                engine
+                    .run(wf.clone(), echo_host())
+                    .max_negotiation_exchanges(0),
+            ),
+        ];
+        for (field, run) in runs {
+            let mut handle = run.spawn();
+            assert!(
+                handle.next_event().await.is_none(),
+                "a refused run has no events"
+            );
+            let error = handle.result().await.error.expect("refused");
+            assert_eq!(error.code, a2at_core::run::INVALID_CONFIG);
+            assert!(error.message.contains(field), "{field}: {}", error.message);
+        }
+        assert_eq!(server.total_requests(), 0);
+        let fine = engine
+            .run(wf, echo_host())
+            .task_budget(Duration::from_secs(30))
+            .max_negotiation_exchanges(1)
+            .execute()
+            .await;
+        assert!(fine.success, "{:?}", fine.error);
+    });
+}

@@ -290,7 +290,9 @@ fn remote_state(card: &AgentCard, task_id: &str) -> String {
 pub fn cancelling_midway_cancels_the_remote_task_on_every_binding<T: TestRuntime>() {
     T::block_on(async {
         for binding in BINDINGS {
-            let mut handle = engine::<T>(binding)
+            // The engine must outlive the run: dropping it would cancel the run.
+            let engine = engine::<T>(binding);
+            let mut handle = engine
                 .run(one_step("slow", "wait"), Arc::new(host()))
                 .spawn();
             while let Some(event) = handle.next_event().await {
@@ -519,5 +521,169 @@ pub fn grpc_stream_events_arrive_as_their_frames_do<T: TestRuntime>() {
             "events were delivered together at the end: {:?}",
             seen.iter().map(|(t, _)| *t).collect::<Vec<_>>()
         );
+    });
+}
+
+pub fn task_passthroughs_get_list_subscribe_and_cancel_python_tasks_on_both_bindings<
+    T: TestRuntime,
+>() {
+    use a2at_core::a2a::{ListTasksParams, StreamResponse, TaskState};
+    T::block_on(async {
+        for binding in BINDINGS {
+            let engine = engine::<T>(binding);
+            // A finished task: get it, find it by its context, miss an unknown one.
+            let done = engine
+                .send_task("echo", MessageContent::text("passthrough"))
+                .await;
+            assert_eq!(done.status, TaskStatus::Success, "{:?}", done.error);
+            let id = done.remote_task_id.clone().expect("task id");
+            let task = engine.get_task("echo", &id).await.expect("get_task");
+            assert_eq!(task.id, id);
+            assert_eq!(task.status.state, TaskState::Completed);
+            let page = engine
+                .list_tasks(
+                    "echo",
+                    ListTasksParams {
+                        context_id: done.context_id.clone(),
+                        page_size: Some(10),
+                        ..ListTasksParams::default()
+                    },
+                )
+                .await
+                .expect("list_tasks");
+            assert!(
+                page.tasks.iter().any(|t| t.id == id),
+                "{binding:?}: {page:?}"
+            );
+            // Paging: one task per page, chained by nextPageToken.
+            engine
+                .send_task("echo", MessageContent::text("second"))
+                .await;
+            let first = engine
+                .list_tasks(
+                    "echo",
+                    ListTasksParams {
+                        page_size: Some(1),
+                        status: Some(TaskState::Completed),
+                        ..ListTasksParams::default()
+                    },
+                )
+                .await
+                .expect("first page");
+            assert_eq!(first.tasks.len(), 1, "{binding:?}");
+            let token = first.next_page_token.clone().expect("more pages");
+            let second = engine
+                .list_tasks(
+                    "echo",
+                    ListTasksParams {
+                        page_size: Some(1),
+                        status: Some(TaskState::Completed),
+                        page_token: Some(token),
+                        ..ListTasksParams::default()
+                    },
+                )
+                .await
+                .expect("second page");
+            assert_eq!(second.tasks.len(), 1, "{binding:?}");
+            assert_ne!(second.tasks[0].id, first.tasks[0].id, "{binding:?}");
+            let missing = engine.get_task("echo", "no-such-task").await.unwrap_err();
+            assert_eq!(missing.code, "a2a.task_not_found", "{binding:?}: {missing}");
+
+            // A working task: follow it, cancel it, see the cancellation on the stream.
+            let mut handle = engine
+                .run(one_step("slow", "wait"), Arc::new(host()))
+                .spawn();
+            let mut working = None;
+            while let Some(event) = handle.next_event().await {
+                if event.type_str() == "agent_status_update"
+                    && event.data["state"] == "TASK_STATE_WORKING"
+                {
+                    working = event.data["taskId"].as_str().map(str::to_owned);
+                    break;
+                }
+            }
+            let id = working.expect("a working task");
+            let mut sub = engine.subscribe_to_task("slow", &id).expect("subscribe");
+            let first = sub.next_event().await.expect("an event").expect("no error");
+            assert_eq!(first.task_id(), Some(id.as_str()), "{binding:?}");
+            let cancelled = engine.cancel_task("slow", &id).await.expect("cancel_task");
+            assert_eq!(cancelled.status.state, TaskState::Canceled, "{binding:?}");
+            let mut saw_cancel = false;
+            while let Some(item) = sub.next_event().await {
+                match item.expect("no error") {
+                    StreamResponse::StatusUpdate(u) if u.status.state == TaskState::Canceled => {
+                        saw_cancel = true;
+                    }
+                    StreamResponse::Task(t) if t.status.state == TaskState::Canceled => {
+                        saw_cancel = true;
+                    }
+                    _ => {}
+                }
+            }
+            assert!(saw_cancel, "{binding:?}: the stream told the cancellation");
+            let again = engine.cancel_task("slow", &id).await.unwrap_err();
+            assert_eq!(
+                again.code, "a2a.task_not_cancelable",
+                "{binding:?}: {again}"
+            );
+            handle.cancel();
+            let _ = handle.result().await;
+        }
+    });
+}
+
+pub fn a_plain_input_required_is_answered_by_the_host_on_both_bindings<T: TestRuntime>() {
+    use a2at_core::host::InputDecision;
+    T::block_on(async {
+        for binding in BINDINGS {
+            let host = ControlPointBuilder::new()
+                .on_task(|r| async move { Ok(MessageContent::text(r.instruction)) })
+                .on_input_required(|r| async move {
+                    let question = r
+                        .received
+                        .message
+                        .as_ref()
+                        .and_then(|m| m.parts.first())
+                        .and_then(|p| p.as_text())
+                        .unwrap_or_default()
+                        .to_owned();
+                    assert_eq!(question, "Which site?");
+                    Ok(InputDecision::Reply {
+                        content: MessageContent::text("Site1"),
+                    })
+                })
+                .build();
+            let host = Arc::new(host);
+            // Default: declined, as before.
+            let r = engine::<T>(binding)
+                .execute(
+                    one_step("asker", "where?"),
+                    RunStart::default(),
+                    host.clone(),
+                )
+                .await;
+            assert_eq!(
+                r.history[0].error_code.as_deref(),
+                Some(codes::UNSUPPORTED_TASK_STATE),
+                "{binding:?}"
+            );
+            // Allowed: the follow-up goes to the same task, which completes.
+            let engine = Engine::<T>::builder(peers().cards.clone())
+                .preferred_binding(binding)
+                .task_budget(Duration::from_secs(30))
+                .poll_interval(Duration::from_millis(100))
+                .max_input_replies(1)
+                .build()
+                .expect("valid cards");
+            let r = engine
+                .execute(one_step("asker", "where?"), RunStart::default(), host)
+                .await;
+            assert!(r.success, "{binding:?}: {:?}", r.error);
+            assert_eq!(
+                r.history[0].outputs,
+                vec![json!("answer: Site1")],
+                "{binding:?}"
+            );
+        }
     });
 }

@@ -352,3 +352,314 @@ pub fn a_callback_that_outlives_its_budget_is_dropped<T: TestRuntime>() {
         .await;
     })
 }
+
+pub fn the_event_hook_keeps_replaces_expands_or_drops_and_survives_a_panic<T: TestRuntime>() {
+    T::block_on(async {
+        let server = LoopbackServer::start(vec![
+            ScriptedAgent::new("alpha"),
+            ScriptedAgent::new("beta"),
+        ])
+        .await;
+        let engine = engine::<T>(&server);
+        let sunk: Arc<Mutex<Vec<String>>> = Arc::default();
+        let finished: Arc<Mutex<Vec<String>>> = Arc::default();
+        let (s, f) = (sunk.clone(), finished.clone());
+        let mut run = engine
+            .run(chain(), Arc::new(echo_host()))
+            .map_events(|e: &EventEnvelope| match e.kind {
+                EventType::AgentRequest => vec![],
+                EventType::StepStart => {
+                    vec![e.derived(
+                        EventType::HostEvent,
+                        json!({"name": "step", "was": e.data["step"]}),
+                    )]
+                }
+                EventType::TaskResponse => vec![
+                    e.clone(),
+                    e.derived(EventType::HostEvent, json!({"name": "billing"})),
+                ],
+                EventType::RouteDecision => panic!("a panicking hook keeps the original"),
+                _ => vec![e.clone()],
+            })
+            .event_sink(move |e| s.lock().unwrap().push(e.type_str().to_owned()))
+            .on_finish(move |_, events| {
+                f.lock()
+                    .unwrap()
+                    .extend(events.iter().map(|e| e.type_str().to_owned()));
+                Ok::<(), std::convert::Infallible>(())
+            })
+            .spawn();
+        let mut streamed = Vec::new();
+        let mut host_events = Vec::new();
+        while let Some(e) = run.next_event().await {
+            if e.kind == EventType::HostEvent {
+                host_events.push(e.data.clone());
+            }
+            streamed.push(e.type_str().to_owned());
+        }
+        assert!(run.result().await.success);
+        let count = |kind: &str| streamed.iter().filter(|k| *k == kind).count();
+        assert_eq!(count("agent_request"), 0, "dropped");
+        assert_eq!(count("step_start"), 0, "replaced");
+        assert_eq!(count("task_response"), 2, "kept");
+        assert_eq!(count("route_decision"), 1, "the original survives a panic");
+        assert_eq!(
+            count("host_event"),
+            4,
+            "two replacements and two injections"
+        );
+        assert!(host_events.contains(&json!({"name": "step", "was": "a"})));
+        assert!(host_events.contains(&json!({"name": "billing"})));
+        assert_eq!(streamed.last().map(String::as_str), Some("close"));
+        // The sink sees what the stream sees; on_finish everything before close.
+        assert_eq!(*sunk.lock().unwrap(), streamed);
+        assert_eq!(
+            *finished.lock().unwrap(),
+            streamed[..streamed.len() - 1].to_vec()
+        );
+    })
+}
+
+pub fn a_full_event_queue_pauses_the_run_until_the_consumer_reads<T: TestRuntime>() {
+    T::block_on(async {
+        let server = LoopbackServer::start(vec![
+            ScriptedAgent::new("alpha"),
+            ScriptedAgent::new("beta"),
+        ])
+        .await;
+        let engine = Engine::<T>::builder(server.cards())
+            .event_queue(1)
+            .build()
+            .expect("engine");
+        let mut run = engine.run(chain(), Arc::new(echo_host())).spawn();
+        // Nobody reads: the run stops after a few events, before its second step.
+        T::sleep(Duration::from_millis(300)).await;
+        assert!(
+            server.requests("beta").is_empty(),
+            "a paused run does not go on"
+        );
+        // Reading releases it; nothing was lost.
+        let mut kinds = Vec::new();
+        while let Some(e) = run.next_event().await {
+            kinds.push(e.type_str());
+        }
+        assert_eq!(kinds.first(), Some(&"start"));
+        assert_eq!(kinds.last(), Some(&"close"));
+        assert_eq!(kinds.iter().filter(|k| **k == "step_start").count(), 2);
+        assert!(run.result().await.success);
+        // Dropping the stream releases a run as well.
+        let mut run = engine.run(chain(), Arc::new(echo_host())).spawn();
+        drop(run.events());
+        assert!(run.result().await.success);
+    })
+}
+
+pub fn progress_is_a_consistent_snapshot_taken_while_the_run_goes_on<T: TestRuntime>() {
+    use a2at_core::run::StepProgressState as S;
+    T::block_on(async {
+        let server = LoopbackServer::start(vec![
+            ScriptedAgent::new("alpha"),
+            working(ScriptedAgent::new("beta")),
+        ])
+        .await;
+        let engine = engine::<T>(&server);
+        let wf = workflow(json!({"name": "p", "steps": [
+            {"name": "a", "subtasks": [{"agent": "alpha", "description": "first"}],
+             "next": [{"step": "b"}, {"step": "never", "condition": "never"}]},
+            {"name": "b", "subtasks": [{"agent": "beta", "description": "x"}, {"agent": "beta", "description": "y"}],
+             "next": [{"step": "c"}]},
+            {"name": "c", "subtasks": [{"agent": "alpha", "description": "last"}]},
+            {"name": "never", "subtasks": [{"agent": "alpha", "description": "no"}]}
+        ]}));
+        let host = ControlPointBuilder::new()
+            .on_task(|req| async move { Ok(MessageContent::text(req.instruction)) })
+            .on_route(|_| async { Ok(a2at_core::host::RouteDecision::deny(None)) })
+            .build();
+        let mut run = engine.run(wf, Arc::new(host)).spawn();
+        drop(run.events());
+        let mut snapshot = None;
+        for _ in 0..1000 {
+            let p = run.progress().await.expect("the run is going on");
+            if p.in_flight.get("beta") == Some(&2) {
+                snapshot = Some(p);
+                break;
+            }
+            T::sleep(Duration::from_millis(2)).await;
+        }
+        let p = snapshot.expect("both beta subtasks in flight");
+        let state = |name: &str| p.steps.iter().find(|s| s.name == name).unwrap().state;
+        assert_eq!(state("a"), S::Succeeded);
+        assert_eq!(state("b"), S::Running);
+        assert_eq!(state("c"), S::Pending);
+        assert_eq!(state("never"), S::Skipped);
+        assert_eq!(
+            (p.done(), p.count(S::Running), p.count(S::Pending)),
+            (1, 1, 1)
+        );
+        assert_eq!(p.in_flight.get("alpha"), None);
+        assert_eq!(p.history.len(), 1);
+        assert_eq!(p.step_outputs["a"]["first"], vec![json!("done: first")]);
+        assert!(!p.finished);
+        // Taking snapshots never stopped the run: it still reacts to a cancel.
+        run.cancel();
+        let r = run.result().await;
+        assert_eq!(r.error.unwrap().code, codes::CANCELLED);
+    })
+}
+
+pub fn a_plain_input_required_is_declined_by_default_or_answered_by_the_host<T: TestRuntime>() {
+    use a2at_core::host::InputDecision;
+    T::block_on(async {
+        let asks_input = || Plan::States(vec!["TASK_STATE_INPUT_REQUIRED"]);
+        let server = LoopbackServer::start(vec![
+            ScriptedAgent::new("rpc").by_default(asks_input()),
+            ScriptedAgent::new("rest")
+                .rest()
+                .streaming()
+                .by_default(asks_input()),
+        ])
+        .await;
+        for agent in ["rpc", "rest"] {
+            let wf = workflow(json!({"steps": [{"name": "s",
+                "subtasks": [{"agent": agent, "description": "which site?"}]}]}));
+            let asked = Arc::new(AtomicUsize::new(0));
+            let host = |answer: Option<&'static str>| {
+                let asked = asked.clone();
+                ControlPointBuilder::new()
+                    .on_task(|req| async move { Ok(MessageContent::text(req.instruction)) })
+                    .on_input_required(move |req| {
+                        asked.fetch_add(1, Ordering::SeqCst);
+                        assert_eq!(req.previous_replies, 0);
+                        assert!(!req.remote_task_id.is_empty());
+                        async move {
+                            Ok(match answer {
+                                Some(text) => InputDecision::Reply {
+                                    content: MessageContent::text(text),
+                                },
+                                None => InputDecision::Decline,
+                            })
+                        }
+                    })
+                    .build()
+            };
+            // Default: the host is not asked; the task fails and is cancelled.
+            let r = engine::<T>(&server)
+                .execute(wf.clone(), RunStart::default(), Arc::new(host(Some("A"))))
+                .await;
+            assert_eq!(
+                r.history[0].error_code.as_deref(),
+                Some(codes::UNSUPPORTED_TASK_STATE),
+                "{agent}"
+            );
+            assert_eq!(asked.load(Ordering::SeqCst), 0);
+            assert_eq!(server.agent(agent).cancelled.len(), 1);
+            // Allowed: the host answers on the same task and the task completes.
+            let allowing = Engine::<T>::builder(server.cards())
+                .poll_interval(Duration::from_millis(5))
+                .max_input_replies(2)
+                .build()
+                .expect("engine");
+            let r = allowing
+                .execute(
+                    wf.clone(),
+                    RunStart::default(),
+                    Arc::new(host(Some("site A"))),
+                )
+                .await;
+            assert!(r.success, "{agent}: {:?}", r.error);
+            assert_eq!(asked.load(Ordering::SeqCst), 1);
+            let task = &r.history[0];
+            let sends: Vec<_> = server
+                .requests(agent)
+                .into_iter()
+                .filter(|q| q.message().is_some())
+                .collect();
+            let follow_up = sends.last().unwrap().message().unwrap().clone();
+            assert_eq!(follow_up["parts"][0]["text"], "site A");
+            assert_eq!(follow_up["taskId"].as_str(), task.remote_task_id.as_deref());
+            assert_eq!(follow_up["contextId"].as_str(), task.context_id.as_deref());
+            // Declined: the default outcome.
+            let r = allowing
+                .execute(wf, RunStart::default(), Arc::new(host(None)))
+                .await;
+            assert_eq!(
+                r.history[0].error_code.as_deref(),
+                Some(codes::UNSUPPORTED_TASK_STATE),
+                "{agent}"
+            );
+            assert_eq!(asked.load(Ordering::SeqCst), 2);
+        }
+    })
+}
+
+pub fn follow_ups_on_input_required_stop_at_the_limit<T: TestRuntime>() {
+    use a2at_core::host::InputDecision;
+    T::block_on(async {
+        let server = LoopbackServer::start(vec![
+            ScriptedAgent::new("thrice").by_default(Plan::AsksInput(3)),
+            ScriptedAgent::new("twice")
+                .rest()
+                .by_default(Plan::AsksInput(2)),
+        ])
+        .await;
+        let engine = Engine::<T>::builder(server.cards())
+            .poll_interval(Duration::from_millis(5))
+            .max_input_replies(2)
+            .build()
+            .expect("engine");
+        for (agent, succeeds) in [("thrice", false), ("twice", true)] {
+            let seen: Arc<Mutex<Vec<u32>>> = Arc::default();
+            let record = seen.clone();
+            let host = ControlPointBuilder::new()
+                .on_task(|req| async move { Ok(MessageContent::text(req.instruction)) })
+                .on_input_required(move |req| {
+                    record.lock().unwrap().push(req.previous_replies);
+                    async {
+                        Ok(InputDecision::Reply {
+                            content: MessageContent::text("more"),
+                        })
+                    }
+                })
+                .build();
+            let wf = workflow(json!({"steps": [{"name": "s",
+                "subtasks": [{"agent": agent, "description": "ask"}]}]}));
+            let r = engine
+                .execute(wf, RunStart::default(), Arc::new(host))
+                .await;
+            assert_eq!(*seen.lock().unwrap(), vec![0, 1], "{agent}");
+            if succeeds {
+                assert!(r.success, "{agent}: {:?}", r.error);
+            } else {
+                let task = &r.history[0];
+                assert_eq!(
+                    task.error_code.as_deref(),
+                    Some(codes::UNSUPPORTED_TASK_STATE)
+                );
+                assert_eq!(task.error_details.as_ref().unwrap()["limit"], json!(2));
+                assert_eq!(
+                    server.agent(agent).cancelled.len(),
+                    1,
+                    "the task is cancelled"
+                );
+            }
+        }
+        // A follow-up follows the content rules of any send: no undeclared extension.
+        let host = ControlPointBuilder::new()
+            .on_task(|req| async move { Ok(MessageContent::text(req.instruction)) })
+            .on_input_required(|_| async {
+                Ok(InputDecision::Reply {
+                    content: MessageContent::text("x").with_extension("urn:not-declared"),
+                })
+            })
+            .build();
+        let wf = workflow(json!({"steps": [{"name": "s",
+            "subtasks": [{"agent": "twice", "description": "ask"}]}]}));
+        let r = engine
+            .execute(wf, RunStart::default(), Arc::new(host))
+            .await;
+        assert_eq!(
+            r.history[0].error_code.as_deref(),
+            Some(codes::INVALID_CONTENT)
+        );
+    })
+}

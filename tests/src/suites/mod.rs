@@ -7,6 +7,7 @@
 #![allow(missing_docs)]
 
 pub mod auth;
+pub mod close;
 pub mod engine_api;
 pub mod extension;
 pub mod http_runs;
@@ -14,6 +15,7 @@ pub mod interop;
 pub mod lifecycle;
 pub mod protocol_log;
 pub mod security;
+pub mod tasks;
 
 /// One `#[test]` per listed suite function, each calling it on `$rt`.
 #[doc(hidden)]
@@ -108,6 +110,10 @@ macro_rules! interop_suite {
                 agents_offering_only_grpc_run_without_a_preference,
                 #[ignore = "needs the Python interop peers: run tests/run"]
                 grpc_stream_events_arrive_as_their_frames_do,
+                #[ignore = "needs the Python interop peers: run tests/run"]
+                task_passthroughs_get_list_subscribe_and_cancel_python_tasks_on_both_bindings,
+                #[ignore = "needs the Python interop peers: run tests/run"]
+                a_plain_input_required_is_answered_by_the_host_on_both_bindings,
             ]
         );
     };
@@ -157,6 +163,7 @@ macro_rules! engine_api_suite {
                 invalid_cards_and_settings_are_typed_errors,
                 a_tls_policy_that_cannot_be_built_is_an_error_never_a_fallback,
                 events_are_built_only_when_someone_can_see_them,
+                zero_or_negative_settings_are_refused_at_the_door_naming_the_field,
             ]
         );
     };
@@ -178,6 +185,11 @@ macro_rules! lifecycle_suite {
                 a_failing_or_panicking_on_finish_never_changes_the_result,
                 unimplemented_callbacks_fail_explicitly,
                 a_callback_that_outlives_its_budget_is_dropped,
+                the_event_hook_keeps_replaces_expands_or_drops_and_survives_a_panic,
+                a_full_event_queue_pauses_the_run_until_the_consumer_reads,
+                progress_is_a_consistent_snapshot_taken_while_the_run_goes_on,
+                a_plain_input_required_is_declined_by_default_or_answered_by_the_host,
+                follow_ups_on_input_required_stop_at_the_limit,
             ]
         );
     };
@@ -213,6 +225,47 @@ macro_rules! protocol_log_suite {
             $rt,
             protocol_log,
             [planted_secrets_never_reach_the_protocol_log,]
+        );
+    };
+}
+
+/// Instantiates the tasks suite (task passthroughs on the engine: get, list with paging and
+/// filters, cancel, subscribe, typed errors, on both bindings) on a
+/// [`TestRuntime`](crate::runtime::TestRuntime).
+#[macro_export]
+macro_rules! tasks_suite {
+    ($rt:ty) => {
+        $crate::__suite_tests!(
+            $rt,
+            tasks,
+            [
+                get_and_cancel_a_task_on_both_bindings,
+                list_tasks_pages_with_next_page_token_and_filters,
+                subscribe_to_task_streams_typed_events_until_the_agent_ends_it,
+                closing_a_subscription_drops_the_stream_and_sends_nothing,
+                task_call_errors_are_typed,
+            ]
+        );
+    };
+}
+
+/// Instantiates the close suite (`Engine::close`: drain or cancel, `CancelTask` for abandoned
+/// tasks, subscriptions closed, nothing new after the close, dropping the engine) on a
+/// [`TestRuntime`](crate::runtime::TestRuntime).
+#[macro_export]
+macro_rules! close_suite {
+    ($rt:ty) => {
+        $crate::__suite_tests!(
+            $rt,
+            close,
+            [
+                draining_lets_runs_finish_then_nothing_new_starts,
+                a_drain_deadline_cancels_what_is_left_and_cancels_its_remote_tasks,
+                cancel_mode_cancels_at_once_and_closes_every_subscription,
+                dropping_the_engine_cancels_its_runs_without_waiting,
+                the_conversation_hook_runs_once_per_context_after_its_whole_cycle,
+                a_close_never_waits_for_an_event_consumer_that_stopped_reading,
+            ]
         );
     };
 }

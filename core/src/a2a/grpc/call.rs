@@ -109,6 +109,21 @@ pub fn encode_grpc_call(
             ..ListTasksRequest::default()
         }
         .encode_proto(),
+        A2aCall::ListTasksPage(params) => ListTasksRequest {
+            tenant: ep_tenant,
+            context_id: params.context_id.clone(),
+            status: params.status.unwrap_or_default(),
+            page_size: params
+                .page_size
+                .map(|n| i32::try_from(n).unwrap_or(i32::MAX)),
+            page_token: params.page_token.clone(),
+            history_length: params
+                .history_length
+                .map(|n| i32::try_from(n).unwrap_or(i32::MAX)),
+            status_timestamp_after: params.status_timestamp_after.clone(),
+            include_artifacts: params.include_artifacts,
+        }
+        .encode_proto(),
     };
     let len = message.len();
     let body = encode_frame(&message).ok_or(GrpcEncodeError::TooLarge(len))?;
