@@ -1263,3 +1263,37 @@ mod properties {
         }
     }
 }
+
+/// A gRPC `ListTasks` answer keeps its paging fields for the caller, as the JSON bindings do;
+/// the wire's defaults (`""`, `0`) read as absent.
+#[test]
+fn list_tasks_paging_fields_survive_the_grpc_decoder() {
+    use a2at_core::a2a::{Binding, ResponseDecoder};
+    let decode = |listed: ListTasksResponse| {
+        let mut d = ResponseDecoder::new(Binding::Grpc, CallKind::ListTasks, "1", limits());
+        d.on_head(200, &grpc_head());
+        let mut out = Vec::new();
+        d.on_body(&framed(&[listed.encode_proto()]), &mut out);
+        d.on_trailers(&ok_trailers(), &mut out);
+        d.on_end(&mut out);
+        assert_eq!(out.last(), Some(&ResponseItem::End { events: 1 }));
+        d.task_page().cloned().expect("paging fields")
+    };
+    let page = decode(ListTasksResponse {
+        tasks: vec![rich_task()],
+        next_page_token: "page-2".into(),
+        page_size: 1,
+        total_size: 7,
+    });
+    assert_eq!(page.next_page_token.as_deref(), Some("page-2"));
+    assert_eq!((page.page_size, page.total_size), (Some(1), Some(7)));
+    assert!(page.tasks.is_empty(), "the tasks are the events");
+    let last = decode(ListTasksResponse {
+        tasks: vec![rich_task()],
+        ..ListTasksResponse::default()
+    });
+    assert_eq!(
+        (last.next_page_token, last.page_size, last.total_size),
+        (None, None, None)
+    );
+}

@@ -747,7 +747,10 @@ impl ResponseDecoder {
     /// The paging fields of a decoded `ListTasks` answer (`tasks` left empty: the tasks are
     /// the `Task` events); `None` before the answer was decoded or for other calls.
     pub fn task_page(&self) -> Option<&TaskPage> {
-        self.page.as_ref()
+        match &self.grpc {
+            Some(g) => g.task_page(),
+            None => self.page.as_ref(),
+        }
     }
 
     /// Records the status line and headers (names compared case-insensitively).

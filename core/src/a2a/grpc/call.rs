@@ -11,7 +11,7 @@ use crate::a2a::binding::extensions_header;
 use crate::a2a::binding::{A2A_VERSION, A2aCall, CallKind, DecodeLimits, ResponseItem};
 use crate::a2a::error::{ProtocolError, codes, redact_str};
 use crate::a2a::protojson::short;
-use crate::a2a::types::{StreamResponse, Task};
+use crate::a2a::types::{StreamResponse, Task, TaskPage};
 use core::time::Duration;
 
 /// The fully qualified service name.
@@ -188,6 +188,8 @@ pub struct GrpcResponseDecoder {
     ended: bool,
     /// `Retry-After` of the head (a proxy's 429/503), verbatim.
     retry_after: Option<String>,
+    /// The paging fields of a `ListTasks` answer (`tasks` left empty: they are the events).
+    page: Option<TaskPage>,
 }
 
 const HTTP_BODY_KEPT: usize = 4096;
@@ -212,7 +214,14 @@ impl GrpcResponseDecoder {
             events: 0,
             ended: false,
             retry_after: None,
+            page: None,
         }
+    }
+
+    /// The paging fields of a decoded `ListTasks` answer (`tasks` left empty: the tasks are
+    /// the `Task` events); `None` before the answer was decoded or for other calls.
+    pub fn task_page(&self) -> Option<&TaskPage> {
+        self.page.as_ref()
     }
 
     /// Records the HTTP status and response headers (names compared case-insensitively). A
@@ -307,8 +316,15 @@ impl GrpcResponseDecoder {
             CallKind::GetTask | CallKind::CancelTask => {
                 Task::decode_proto(bytes).map(|t| vec![StreamResponse::Task(t)])
             }
-            CallKind::ListTasks => ListTasksResponse::decode_proto(bytes)
-                .map(|l| l.tasks.into_iter().map(StreamResponse::Task).collect()),
+            CallKind::ListTasks => ListTasksResponse::decode_proto(bytes).map(|l| {
+                self.page = Some(TaskPage {
+                    tasks: Vec::new(),
+                    next_page_token: Some(l.next_page_token).filter(|t| !t.is_empty()),
+                    page_size: Some(l.page_size).filter(|n| *n != 0),
+                    total_size: Some(l.total_size).filter(|n| *n != 0),
+                });
+                l.tasks.into_iter().map(StreamResponse::Task).collect()
+            }),
             _ => SendMessageResponse::decode_proto(bytes).map(|r| vec![r.into()]),
         };
         self.pending = Some(decoded.map_err(|e| format!("{what} response: {e}")));
