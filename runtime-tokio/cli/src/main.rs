@@ -80,6 +80,10 @@ enum Command {
         /// The runtime intent passed to every task request.
         #[arg(long)]
         input: Option<String>,
+        /// The language hint passed to every task request (`{language}` in the host policy's
+        /// templates); empty when not given.
+        #[arg(long)]
+        language: Option<String>,
         /// Also write every event as a JSON line to this file.
         #[arg(long)]
         events: Option<PathBuf>,
@@ -178,6 +182,7 @@ fn main() -> ExitCode {
             cards,
             host,
             input,
+            language,
             events,
             result,
             trace,
@@ -204,6 +209,7 @@ fn main() -> ExitCode {
             cards,
             host,
             input,
+            language,
             events,
             result,
             trace,

@@ -206,6 +206,7 @@ fn vars(r: &TaskRequest) -> Vec<(&'static str, String)> {
         ("task_id", r.task_id.clone()),
         ("execution_id", r.execution_id.clone()),
         ("runtime_intent", r.workflow_input.runtime_intent.clone()),
+        ("language", r.language.clone()),
         ("upstream", upstream(&r.workflow_input)),
     ]
 }
@@ -362,6 +363,7 @@ pub(crate) struct RunOptions {
     pub cards: PathBuf,
     pub host: PathBuf,
     pub input: Option<String>,
+    pub language: Option<String>,
     pub events: Option<PathBuf>,
     pub result: Option<PathBuf>,
     pub trace: Option<PathBuf>,
@@ -453,7 +455,7 @@ fn prepare_and_run(opts: RunOptions) -> Result<bool, String> {
     let events = Arc::new(Mutex::new(events_file));
     let start = RunStart {
         runtime_intent: opts.input.unwrap_or_default(),
-        ..RunStart::default()
+        language: opts.language.unwrap_or_default(),
     };
     let host = Arc::new(PolicyHost(Arc::new(policy)));
     let trace_file = match &opts.trace {

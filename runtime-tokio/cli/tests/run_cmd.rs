@@ -39,7 +39,7 @@ fn workflow() -> Value {
 fn policy() -> Value {
     json!({
         "content": {
-            "default": {"parts": [{"text": "{description} ({step}/{agent})"}], "metadata": {"ticket": "T-{step}"}},
+            "default": {"parts": [{"text": "{description} ({step}/{agent})"}], "metadata": {"ticket": "T-{step}", "lang": "{language}"}},
             "agents": {"neg": {"parts": [{"text": "{description}"}], "extensions": [NEG_T]}}
         },
         "routes": {"sum -> fix": {"allow": true, "reason": "fault confirmed"}, "sum -> skip": false},
@@ -86,6 +86,8 @@ async fn a_policy_file_drives_content_routes_self_tasks_and_negotiation() {
         dir.join("result.json").display().to_string(),
         "--trace".into(),
         dir.join("trace.jsonl").display().to_string(),
+        "--language".into(),
+        "en".into(),
     ];
     let (code, out, err) = tokio::task::spawn_blocking(move || run_cli(&args))
         .await
@@ -142,6 +144,7 @@ async fn a_policy_file_drives_content_routes_self_tasks_and_negotiation() {
     assert_eq!(types.last().map(String::as_str), Some("close"));
     let sent = server.requests_to("alpha", "SendMessage");
     assert_eq!(sent[0].message().unwrap()["metadata"]["ticket"], "T-ask");
+    assert_eq!(sent[0].message().unwrap()["metadata"]["lang"], "en");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
