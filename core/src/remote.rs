@@ -56,9 +56,9 @@ use crate::host::{
     NegotiationReply, NegotiationRequest, TaskExecutionResult, TaskRequest, TaskStatus, codes,
 };
 use crate::ids::{CallId, OpId, TaskKey};
-use crate::io::{Correlation, OpPurpose, Output, TransportError, TransportErrorKind};
+use crate::io::{Correlation, OpPurpose, Output, TransportError};
 use crate::machine::{CallOwner, Ctx, OpEntry, TimerKey, emit};
-use crate::retry::{self, MAX_ATTEMPTS};
+use crate::retry::{self, Attempts, FailedExchange, Fault, Recovery, RetryAttempt};
 use crate::time::Timestamp;
 
 /// Where an invocation is.
@@ -82,54 +82,6 @@ enum Phase {
     },
     /// Result decided.
     Done,
-}
-
-/// What the next retry does (see [`crate::retry`]).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Recovery {
-    /// Send the last message again, same `messageId`: it provably never reached the agent.
-    Resend,
-    /// Find the known task again: `SubscribeToTask` or `GetTask`.
-    Observe,
-    /// Look the task up by context id (`ListTasks`): the send's outcome is unknown.
-    Lookup,
-}
-
-/// Why an exchange did not deliver what it should have.
-#[derive(Debug)]
-enum Fault {
-    Transport(TransportErrorKind),
-    Rejected(ProtocolError),
-    Malformed(ProtocolError),
-    /// A stream ended before a final or interrupted state.
-    EndedEarly,
-}
-
-impl Fault {
-    /// A stable name of the fault: `transport.<kind>`, the error's code, or `stream_ended`.
-    fn reason(&self) -> String {
-        match self {
-            Fault::Transport(kind) => format!("transport.{}", transport_kind_name(*kind)),
-            Fault::Rejected(e) | Fault::Malformed(e) => e.code.clone(),
-            Fault::EndedEarly => "stream_ended".to_owned(),
-        }
-    }
-
-    /// The HTTP status of an error answer.
-    fn http_status(&self) -> Option<u16> {
-        match self {
-            Fault::Rejected(e) | Fault::Malformed(e) => e.http_status,
-            Fault::Transport(_) | Fault::EndedEarly => None,
-        }
-    }
-}
-
-/// The kind's wire name (`connect`, `tls`, `io`, …), the same as in `errorDetails.transport`.
-fn transport_kind_name(kind: TransportErrorKind) -> String {
-    match serde_json::to_value(kind) {
-        Ok(Value::String(name)) => name,
-        _ => "other".to_owned(),
-    }
 }
 
 /// The last message sent, kept so that a send that provably never reached the agent can go
@@ -202,10 +154,9 @@ pub(crate) struct Invocation {
     last_send: Option<Box<SentMessage>>,
     /// The agent rejected `SubscribeToTask` once: observe with `GetTask` from then on.
     subscribe_unsupported: bool,
-    /// Faults retried since the last successful observation.
-    consecutive_faults: u32,
-    /// Every retry decision, reported in the error details when the subtask fails.
-    attempts: Vec<Value>,
+    /// Faults retried since the last successful observation, and every retry decision
+    /// (reported in the error details when the subtask fails).
+    attempts: Attempts,
     /// The failure an unknown-outcome send gives when the task lookup does not find its task.
     lookup_failure: Option<Box<Failure>>,
 }
@@ -243,8 +194,7 @@ impl Invocation {
             exchange_events: 0,
             last_send: None,
             subscribe_unsupported: false,
-            consecutive_faults: 0,
-            attempts: Vec::new(),
+            attempts: Attempts::default(),
             lookup_failure: None,
         }
     }
@@ -373,11 +323,7 @@ impl Invocation {
         let Some(recovery) = recovery else {
             return Err(failure);
         };
-        let retry_after = match &fault {
-            Fault::Rejected(e) => e.retry_after.as_deref().and_then(retry::retry_after),
-            _ => None,
-        };
-        if !self.schedule_retry(recovery, &fault, retry_after, env) {
+        if !self.schedule_retry(recovery, &fault, env) {
             return Err(failure);
         }
         if recovery == Recovery::Lookup {
@@ -398,92 +344,38 @@ impl Invocation {
     }
 
     fn recovery_for(&self, fault: &Fault) -> Option<Recovery> {
-        let sending = matches!(self.exchange_purpose, OpPurpose::Send | OpPurpose::Reply);
-        let untouched = self.exchange_events == 0;
-        let follow = || {
-            if self.remote_task_id.is_some() {
-                Some(Recovery::Observe)
-            } else if sending || self.exchange_purpose == OpPurpose::Lookup {
-                Some(Recovery::Lookup)
-            } else {
-                None
-            }
+        let exchange = FailedExchange {
+            sending: matches!(self.exchange_purpose, OpPurpose::Send | OpPurpose::Reply),
+            untouched: self.exchange_events == 0,
+            task_known: self.remote_task_id.is_some(),
+            looking_up: self.exchange_purpose == OpPurpose::Lookup,
         };
-        match fault {
-            Fault::Transport(TransportErrorKind::Auth) => None,
-            Fault::Transport(TransportErrorKind::Connect | TransportErrorKind::Tls)
-                if sending && untouched =>
-            {
-                Some(Recovery::Resend)
-            }
-            Fault::Transport(_) | Fault::Malformed(_) | Fault::EndedEarly => follow(),
-            Fault::Rejected(e) => {
-                let status = e.http_status.unwrap_or(0);
-                if sending {
-                    let overloaded = status == 503 || status == 429;
-                    (overloaded && untouched).then_some(Recovery::Resend)
-                } else if is_transient(status) {
-                    follow()
-                } else {
-                    None
-                }
-            }
-        }
+        retry::recovery_for(fault, &exchange)
     }
 
     /// Counts one attempt and arms the backoff; `false` gives up: the policy or the budget is
     /// used up.
-    fn schedule_retry(
-        &mut self,
-        recovery: Recovery,
-        fault: &Fault,
-        retry_after: Option<std::time::Duration>,
-        env: &mut Env<'_>,
-    ) -> bool {
-        let policy = env.config.retry;
-        let attempt = self.consecutive_faults + 1;
-        let record = |next: &str, extra: (&str, Value)| {
-            json!({
-                "attempt": attempt,
-                "atMs": env.ctx.now.as_micros() / 1000,
-                "exchange": self.exchange_kind.method_name(),
-                "fault": fault.reason(),
-                "httpStatus": fault.http_status(),
-                "next": next,
-                extra.0: extra.1,
-            })
-        };
-        let allowed = policy.attempts.min(MAX_ATTEMPTS);
-        if attempt > allowed {
-            if allowed > 0 {
-                let why = format!("{allowed} consecutive retries used up");
-                let entry = record("give_up", ("why", Value::String(why)));
-                self.attempts.push(entry);
-            }
-            return false;
-        }
-        let backoff = policy.delay(attempt, env.ctx.ids.next_u64());
-        let delay = retry_after.map_or(backoff, |r| r.max(backoff));
-        let at = env.ctx.now.saturating_add(delay);
-        if at >= self.deadline {
-            let why = format!(
-                "a retry in {} ms would not start inside the task budget",
-                delay.as_millis()
-            );
-            let entry = record("give_up", ("why", Value::String(why)));
-            self.attempts.push(entry);
-            return false;
-        }
-        self.consecutive_faults = attempt;
+    fn schedule_retry(&mut self, recovery: Recovery, fault: &Fault, env: &mut Env<'_>) -> bool {
         let action = match recovery {
             Recovery::Resend => "resend",
             Recovery::Lookup => "list_tasks",
             Recovery::Observe if self.resubscribes(env) => "resubscribe",
             Recovery::Observe => "get_task",
         };
+        let attempt = RetryAttempt {
+            exchange: self.exchange_kind.method_name(),
+            action,
+            now: env.ctx.now,
+            deadline: self.deadline,
+        };
+        let ids = &mut env.ctx.ids;
+        let Some(delay) = self
+            .attempts
+            .next(&env.config.retry, fault, &attempt, || ids.next_u64())
+        else {
+            return false;
+        };
         let delay_ms = u64::try_from(delay.as_millis()).unwrap_or(u64::MAX);
-        let entry = record(action, ("delayMs", Value::from(delay_ms)));
-        self.attempts.push(entry);
         emit!(
             env.ctx,
             EventType::AgentRetry,
@@ -492,14 +384,15 @@ impl Invocation {
                 "step": self.request.step_name,
                 "subtask_index": self.request.subtask_index,
                 "taskId": self.remote_task_id,
-                "attempt": attempt,
+                "attempt": self.attempts.consecutive(),
                 "reason": fault.reason(),
                 "action": action,
                 "delay_ms": delay_ms,
             }),
         );
         self.phase = Phase::Backoff(recovery);
-        env.ctx.set_timer(TimerKey::Retry(self.key), at);
+        env.ctx
+            .set_timer(TimerKey::Retry(self.key), env.ctx.now.saturating_add(delay));
         true
     }
 
@@ -713,7 +606,7 @@ impl Invocation {
                         _ => false,
                     };
                     if observed {
-                        self.consecutive_faults = 0;
+                        self.attempts.observed();
                     }
                     self.observe(&event, env)?;
                     if let Some(step) = self.decide(&event, env) {
@@ -757,7 +650,7 @@ impl Invocation {
         let failure = error_failure(&error);
         let refused_subscription = rejected
             && self.exchange_kind == CallKind::SubscribeToTask
-            && !is_transient(error.http_status.unwrap_or(0))
+            && !retry::is_transient(error.http_status.unwrap_or(0))
             && !self.subscribe_unsupported;
         if refused_subscription {
             // The agent will not stream this task (it may be final already, or the agent does
@@ -803,7 +696,7 @@ impl Invocation {
                         return Err(failure);
                     }
                     // Found: the lookup was a successful observation; follow the task.
-                    self.consecutive_faults = 0;
+                    self.attempts.observed();
                     self.observe_again(env)?;
                     return Ok(None);
                 }
@@ -1319,22 +1212,7 @@ impl Invocation {
             Ok(None) => return None,
             Ok(Some(result)) => result,
             Err(mut failure) => {
-                if !self.attempts.is_empty() {
-                    let attempts = Value::Array(std::mem::take(&mut self.attempts));
-                    match &mut failure.details {
-                        Some(Value::Object(map)) => {
-                            map.insert("attempts".to_owned(), attempts);
-                        }
-                        other => {
-                            let mut map = serde_json::Map::new();
-                            if let Some(cause) = other.take() {
-                                map.insert("cause".to_owned(), cause);
-                            }
-                            map.insert("attempts".to_owned(), attempts);
-                            *other = Some(Value::Object(map));
-                        }
-                    }
-                }
+                self.attempts.attach_to(&mut failure.details);
                 self.result(failure.status, Some(&failure))
             }
         };
@@ -1476,11 +1354,6 @@ fn try_open_exchange(
     );
     env.ctx.push(Output::Transmit(request));
     Ok(op)
-}
-
-/// Whether an error answer with this HTTP status may go away by itself (overload, 5xx).
-fn is_transient(status: u16) -> bool {
-    status == 429 || (500..600).contains(&status)
 }
 
 /// The failure an error response gives (without a retry policy).

@@ -36,6 +36,12 @@
 
 use std::time::Duration;
 
+use serde_json::{Value, json};
+
+use crate::a2a::ProtocolError;
+use crate::io::TransportErrorKind;
+use crate::time::Timestamp;
+
 /// The retry policy of a run. `attempts = 0` disables every retry (fail fast).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct RetryPolicy {
@@ -133,6 +139,221 @@ impl RetryPolicy {
 /// which the core does not have: it is ignored and the backoff applies.
 pub fn retry_after(value: &str) -> Option<Duration> {
     value.trim().parse::<u64>().ok().map(Duration::from_secs)
+}
+
+/// Why an exchange did not deliver what it should have.
+#[derive(Debug)]
+pub(crate) enum Fault {
+    /// The connection failed (refused, TLS, reset, timeout, …).
+    Transport(TransportErrorKind),
+    /// The agent answered with an error.
+    Rejected(ProtocolError),
+    /// The answer could not be decoded.
+    Malformed(ProtocolError),
+    /// A stream ended before a final or interrupted state.
+    EndedEarly,
+}
+
+impl Fault {
+    /// A stable name of the fault: `transport.<kind>`, the error's code, or `stream_ended`.
+    pub(crate) fn reason(&self) -> String {
+        match self {
+            Fault::Transport(kind) => format!("transport.{}", transport_kind_name(*kind)),
+            Fault::Rejected(e) | Fault::Malformed(e) => e.code.clone(),
+            Fault::EndedEarly => "stream_ended".to_owned(),
+        }
+    }
+
+    /// The HTTP status of an error answer.
+    pub(crate) fn http_status(&self) -> Option<u16> {
+        match self {
+            Fault::Rejected(e) | Fault::Malformed(e) => e.http_status,
+            Fault::Transport(_) | Fault::EndedEarly => None,
+        }
+    }
+
+    /// The wait the agent asked for with `Retry-After` (whole seconds only).
+    fn retry_after(&self) -> Option<Duration> {
+        match self {
+            Fault::Rejected(e) => e.retry_after.as_deref().and_then(retry_after),
+            _ => None,
+        }
+    }
+}
+
+/// The kind's wire name (`connect`, `tls`, `io`, …), the same as in `errorDetails.transport`.
+fn transport_kind_name(kind: TransportErrorKind) -> String {
+    match serde_json::to_value(kind) {
+        Ok(Value::String(name)) => name,
+        _ => "other".to_owned(),
+    }
+}
+
+/// What the next attempt does.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Recovery {
+    /// Send the last message again, same `messageId`: it provably never reached the agent.
+    Resend,
+    /// Find the known task again (`SubscribeToTask` or `GetTask`).
+    Observe,
+    /// Look the task up by context id (`ListTasks`): the send's outcome is unknown.
+    Lookup,
+}
+
+/// The exchange that failed, as far as the recovery rule needs to know it.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct FailedExchange {
+    /// It carried a message (a send or a negotiation reply).
+    pub sending: bool,
+    /// It delivered no A2A event before the fault.
+    pub untouched: bool,
+    /// The remote task's id is known.
+    pub task_known: bool,
+    /// It was a `ListTasks` lookup of a send's task.
+    pub looking_up: bool,
+}
+
+/// The recovery rule: which attempt, if any, follows `fault` on `exchange` (see the module
+/// docs). `None`: the fault fails the operation as it would without a retry policy.
+pub(crate) fn recovery_for(fault: &Fault, exchange: &FailedExchange) -> Option<Recovery> {
+    let follow = || {
+        if exchange.task_known {
+            Some(Recovery::Observe)
+        } else if exchange.sending || exchange.looking_up {
+            Some(Recovery::Lookup)
+        } else {
+            None
+        }
+    };
+    let first_contact = exchange.sending && exchange.untouched;
+    match fault {
+        Fault::Transport(TransportErrorKind::Auth) => None,
+        Fault::Transport(TransportErrorKind::Connect | TransportErrorKind::Tls)
+            if first_contact =>
+        {
+            Some(Recovery::Resend)
+        }
+        Fault::Transport(_) | Fault::Malformed(_) | Fault::EndedEarly => follow(),
+        Fault::Rejected(e) => {
+            let status = e.http_status.unwrap_or(0);
+            if exchange.sending {
+                let overloaded = status == 503 || status == 429;
+                (overloaded && exchange.untouched).then_some(Recovery::Resend)
+            } else if is_transient(status) {
+                follow()
+            } else {
+                None
+            }
+        }
+    }
+}
+
+/// Whether an error answer with this HTTP status may go away by itself (overload, 5xx).
+pub(crate) fn is_transient(status: u16) -> bool {
+    status == 429 || (500..600).contains(&status)
+}
+
+/// The attempt being decided: the failed exchange's method, what would be tried next, and when.
+pub(crate) struct RetryAttempt<'a> {
+    /// The method of the exchange that failed (`SendMessage`, `GetTask`, …).
+    pub exchange: &'a str,
+    /// What the next attempt does (`resend`, `get_task`, …).
+    pub action: &'a str,
+    /// Now.
+    pub now: Timestamp,
+    /// The operation's budget end: no attempt starts at or after it.
+    pub deadline: Timestamp,
+}
+
+/// The consecutive faults of one operation and the record of every retry decision, reported
+/// as `attempts` in the error details when the operation fails.
+#[derive(Debug, Default)]
+pub(crate) struct Attempts {
+    consecutive: u32,
+    log: Vec<Value>,
+}
+
+impl Attempts {
+    /// Decides whether `fault` gets another attempt under `policy`: the delay before it, or
+    /// `None` when the policy or the budget is used up. Either way the decision is recorded.
+    /// `random` (drawn only when a delay is computed) jitters the delay.
+    pub(crate) fn next(
+        &mut self,
+        policy: &RetryPolicy,
+        fault: &Fault,
+        attempt: &RetryAttempt<'_>,
+        random: impl FnOnce() -> u64,
+    ) -> Option<Duration> {
+        let number = self.consecutive + 1;
+        let record = |next: &str, extra: (&str, Value)| {
+            json!({
+                "attempt": number,
+                "atMs": attempt.now.as_micros() / 1000,
+                "exchange": attempt.exchange,
+                "fault": fault.reason(),
+                "httpStatus": fault.http_status(),
+                "next": next,
+                extra.0: extra.1,
+            })
+        };
+        let allowed = policy.attempts.min(MAX_ATTEMPTS);
+        if number > allowed {
+            if allowed > 0 {
+                let why = format!("{allowed} consecutive retries used up");
+                self.log
+                    .push(record("give_up", ("why", Value::String(why))));
+            }
+            return None;
+        }
+        let backoff = policy.delay(number, random());
+        let delay = fault.retry_after().map_or(backoff, |r| r.max(backoff));
+        if attempt.now.saturating_add(delay) >= attempt.deadline {
+            let why = format!(
+                "a retry in {} ms would not start inside the task budget",
+                delay.as_millis()
+            );
+            self.log
+                .push(record("give_up", ("why", Value::String(why))));
+            return None;
+        }
+        self.consecutive = number;
+        let delay_ms = u64::try_from(delay.as_millis()).unwrap_or(u64::MAX);
+        self.log
+            .push(record(attempt.action, ("delayMs", Value::from(delay_ms))));
+        Some(delay)
+    }
+
+    /// The number of the attempt last scheduled since the last successful observation.
+    pub(crate) fn consecutive(&self) -> u32 {
+        self.consecutive
+    }
+
+    /// An observation succeeded: the next fault starts counting from one again.
+    pub(crate) fn observed(&mut self) {
+        self.consecutive = 0;
+    }
+
+    /// Adds the record, if any, to a failure's details as `attempts` (an object's member, or
+    /// next to the former details as `cause`).
+    pub(crate) fn attach_to(&mut self, details: &mut Option<Value>) {
+        if self.log.is_empty() {
+            return;
+        }
+        let attempts = Value::Array(std::mem::take(&mut self.log));
+        match details {
+            Some(Value::Object(map)) => {
+                map.insert("attempts".to_owned(), attempts);
+            }
+            other => {
+                let mut map = serde_json::Map::new();
+                if let Some(cause) = other.take() {
+                    map.insert("cause".to_owned(), cause);
+                }
+                map.insert("attempts".to_owned(), attempts);
+                *other = Some(Value::Object(map));
+            }
+        }
+    }
 }
 
 #[cfg(test)]
