@@ -3,7 +3,7 @@
 //! Two sans-IO machines, with the same contract as [`Run`](crate::Run): feed [`Input`]s with
 //! [`handle`](Authorization::handle) and the time they happened, drain outputs with
 //! `poll_output`, and call `handle_timeout` when the clock reaches `poll_timeout`. They reuse the
-//! protocol codecs ([`encode_call`], [`ResponseDecoder`], [`ResponseAccumulator`]) but never a
+//! protocol codecs ([`encode_call`](crate::a2a::encode_call), [`ResponseDecoder`], [`ResponseAccumulator`]) but never a
 //! workflow [`Run`](crate::Run), its transport or its context id: each operation draws its own
 //! fresh `contextId` from its own seeded [`IdGenerator`], and its outcome goes only to
 //! the caller, never to a workflow, a `ControlPoint` or the workflow event stream.

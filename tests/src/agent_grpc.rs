@@ -1,5 +1,5 @@
 //! The gRPC side of the scripted agents: a gRPC request (`/lf.a2a.v1.A2AService/<Method>`, one
-//! framed protobuf message) read into the same [`AgentRequest`] the JSON bindings give, and an
+//! framed protobuf message) read into the same [`AgentRequest`](crate::agent::AgentRequest) the JSON bindings give, and an
 //! agent's answer, written in HTTP+JSON form, carried over into gRPC: every SSE event or JSON
 //! result becomes one protobuf frame, the end of the body an `OK` status in the trailers, and an
 //! error envelope a trailers-only response with `grpc-status`, `grpc-message` and
