@@ -88,6 +88,7 @@ use core::time::Duration;
 
 use serde_json::{Value, json};
 
+use crate::a2a::CallKind;
 use crate::a2a::{
     A2aCall, DecodeLimits, Message, ReceivedMessage, ResponseAccumulator, ResponseDecoder,
     ResponseItem, Role, SendMessageConfiguration, SendMessageRequest, StreamResponse, TaskState,
@@ -99,6 +100,7 @@ use crate::exchange::{self, ExchangeSpec};
 use crate::host::{self, MessageContent};
 use crate::ids::{IdGenerator, OpId};
 use crate::io::{ApiMisuse, Correlation, HttpRequest, Input, OpPurpose, TransportError};
+use crate::retry::{self, Attempts, FailedExchange, Fault, Recovery, RetryAttempt, RetryPolicy};
 use crate::time::Timestamp;
 
 /// Failure codes of the extension machines (besides the shared `a2a.*` and `remote.*` codes).
@@ -138,6 +140,9 @@ pub struct ExtensionConfig {
     pub history_length: Option<i32>,
     /// Size limits for decoding responses.
     pub decode_limits: DecodeLimits,
+    /// Authorization: how faults of the network or of an overloaded agent are retried (the
+    /// same rules as for workflow subtasks; default: five consecutive attempts).
+    pub retry: RetryPolicy,
 }
 
 impl Default for ExtensionConfig {
@@ -152,14 +157,15 @@ impl Default for ExtensionConfig {
             reattach_delay: Duration::from_secs(1),
             history_length: Some(0),
             decode_limits: DecodeLimits::default(),
+            retry: RetryPolicy::default(),
         }
     }
 }
 
 impl ExtensionConfig {
     /// Checks every setting: the send budget, poll interval, cancel budget and acknowledgement
-    /// timeout must be positive, the decode limits at least 1 and a history length not
-    /// negative; the error names the setting. A zero reattach delay or attempt count is
+    /// timeout must be positive, the decode limits at least 1, a history length not negative
+    /// and the retry policy usable; the error names the setting. A zero reattach delay or attempt count is
     /// allowed (reattach at once, or never).
     pub fn validate(&self) -> Result<(), crate::run::ConfigError> {
         crate::config::check_durations(&[
@@ -178,7 +184,8 @@ impl ExtensionConfig {
                 self.decode_limits.max_body_bytes,
             ),
         ])?;
-        crate::config::check_history(self.history_length)
+        crate::config::check_history(self.history_length)?;
+        Ok(self.retry.validate()?)
     }
 }
 
@@ -555,6 +562,15 @@ pub struct Authorization {
     cleanup: Option<(OpId, Timestamp)>,
     outputs: VecDeque<AuthorizationOutput>,
     result: Option<AuthorizationResult>,
+    /// The send, kept so that one that provably never reached the agent goes again unchanged
+    /// (same `messageId`).
+    sent: Box<(SendMessageRequest, Vec<String>)>,
+    /// The open exchange's call and how many events it delivered.
+    exchange_kind: CallKind,
+    exchange_events: usize,
+    /// When the send goes again after a fault.
+    resend_at: Option<Timestamp>,
+    attempts: Attempts,
 }
 
 impl Authorization {
@@ -596,6 +612,11 @@ impl Authorization {
             cleanup: None,
             outputs: VecDeque::from([AuthorizationOutput::Transmit(req)]),
             result: None,
+            sent: Box::new((request, extensions)),
+            exchange_kind: CallKind::SendMessage,
+            exchange_events: 0,
+            resend_at: None,
+            attempts: Attempts::default(),
         })
     }
 
@@ -611,7 +632,12 @@ impl Authorization {
 
     /// The earliest instant at which [`Authorization::handle_timeout`] has work to do.
     pub fn poll_timeout(&self) -> Option<Timestamp> {
-        earliest(&[self.deadline, self.poll_at, self.cleanup.map(|c| c.1)])
+        earliest(&[
+            self.deadline,
+            self.poll_at,
+            self.resend_at,
+            self.cleanup.map(|c| c.1),
+        ])
     }
 
     /// The result, once decided.
@@ -641,7 +667,7 @@ impl Authorization {
                     self.cleanup = None;
                 } else if self.phase == AuthPhase::Exchanging(op) {
                     let failure = transport_failure(&self.link.agent.card.name, &error);
-                    self.finish(Err(failure));
+                    self.recover(op, Fault::Transport(error.kind), failure);
                 }
             }
         }
@@ -669,6 +695,22 @@ impl Authorization {
                 ),
             );
             self.finish(Err(failure));
+        } else if due(self.resend_at, now) {
+            self.resend_at = None;
+            let (request, extensions) = &*self.sent;
+            let left = self
+                .deadline
+                .map(|d| d.saturating_duration_since(self.link.now));
+            let call = A2aCall::SendMessage(request);
+            match self.link.open(&call, OpPurpose::Send, extensions, left) {
+                Ok(req) => {
+                    self.phase = AuthPhase::Exchanging(req.op);
+                    self.exchange_kind = CallKind::SendMessage;
+                    self.exchange_events = 0;
+                    self.outputs.push_back(AuthorizationOutput::Transmit(req));
+                }
+                Err(failure) => self.finish(Err(failure)),
+            }
         } else if due(self.poll_at, now) {
             self.poll_at = None;
             if let Some(task_id) = self.link.remote_task_id.clone() {
@@ -682,6 +724,8 @@ impl Authorization {
                 match self.link.open(&call, OpPurpose::Poll, &[], left) {
                     Ok(req) => {
                         self.phase = AuthPhase::Exchanging(req.op);
+                        self.exchange_kind = CallKind::GetTask;
+                        self.exchange_events = 0;
                         self.outputs.push_back(AuthorizationOutput::Transmit(req));
                     }
                     Err(failure) => self.finish(Err(failure)),
@@ -703,9 +747,17 @@ impl Authorization {
         }
         for item in items {
             let step = match item {
-                ResponseItem::Event(event) => self.on_event(&event),
-                ResponseItem::Rejected(e) | ResponseItem::Malformed(e) => {
-                    Some(Err(protocol_failure(&e)))
+                ResponseItem::Event(event) => {
+                    self.exchange_events += 1;
+                    self.on_event(&event)
+                }
+                ResponseItem::Rejected(e) => {
+                    let failure = protocol_failure(&e);
+                    return self.recover(op, Fault::Rejected(e), failure);
+                }
+                ResponseItem::Malformed(e) => {
+                    let failure = protocol_failure(&e);
+                    return self.recover(op, Fault::Malformed(e), failure);
                 }
                 ResponseItem::End { events } => Some(self.on_end(events)),
             };
@@ -731,6 +783,7 @@ impl Authorization {
         }
         let state = state_of(event)?;
         self.last_state = Some(state);
+        self.attempts.observed();
         match state {
             TaskState::Submitted | TaskState::Working => None,
             TaskState::Completed => Some(Ok(Some(()))),
@@ -767,6 +820,53 @@ impl Authorization {
         }
     }
 
+    /// A fault on the open exchange: retried by the retry rules when they allow it, else the
+    /// authorization fails with `failure` (what the fault gives without a retry policy). A
+    /// send whose outcome is unknown (bytes sent, no task id) is not looked up: it fails.
+    fn recover(&mut self, op: OpId, fault: Fault, failure: ExtensionFailure) {
+        let exchange = FailedExchange {
+            sending: self.exchange_kind == CallKind::SendMessage,
+            untouched: self.exchange_events == 0,
+            task_known: self.link.remote_task_id.is_some(),
+            looking_up: false,
+        };
+        let recovery = retry::recovery_for(&fault, &exchange);
+        let (Some(deadline), Some(recovery @ (Recovery::Resend | Recovery::Observe))) =
+            (self.deadline, recovery)
+        else {
+            return self.finish(Err(failure));
+        };
+        let attempt = RetryAttempt {
+            exchange: self.exchange_kind.method_name(),
+            action: if recovery == Recovery::Resend {
+                "resend"
+            } else {
+                "get_task"
+            },
+            now: self.link.now,
+            deadline,
+        };
+        let ids = &mut self.link.ids;
+        let policy = &self.link.config.retry;
+        let Some(delay) = self
+            .attempts
+            .next(policy, &fault, &attempt, || ids.next_u64())
+        else {
+            return self.finish(Err(failure));
+        };
+        if self.link.forget(op) {
+            self.outputs
+                .push_back(AuthorizationOutput::AbortTransmit { op });
+        }
+        let at = self.link.now.saturating_add(delay);
+        self.phase = AuthPhase::Waiting;
+        if recovery == Recovery::Resend {
+            self.resend_at = Some(at);
+        } else {
+            self.poll_at = Some(at);
+        }
+    }
+
     fn finish(&mut self, outcome: Result<(), ExtensionFailure>) {
         if self.phase == AuthPhase::Done {
             return;
@@ -780,6 +880,7 @@ impl Authorization {
         self.phase = AuthPhase::Done;
         self.deadline = None;
         self.poll_at = None;
+        self.resend_at = None;
         let terminal = self.last_state.is_some_and(TaskState::is_terminal);
         if let (Some(task_id), false, true) =
             (self.link.remote_task_id.clone(), terminal, outcome.is_err())
@@ -795,7 +896,10 @@ impl Authorization {
                 self.outputs.push_back(AuthorizationOutput::Transmit(req));
             }
         }
-        let failure = outcome.err();
+        let mut failure = outcome.err();
+        if let Some(f) = failure.as_mut() {
+            self.attempts.attach_to(&mut f.details);
+        }
         let result = AuthorizationResult {
             agent_name: self.link.agent.card.name.clone(),
             success: failure.is_none(),
@@ -1403,8 +1507,11 @@ mod tests {
     // ----- Authorization-T -----
 
     fn start_auth(streaming: bool) -> (Authorization, HttpRequest) {
-        let mut a =
-            Authorization::new(&both(streaming), "agent", &content(AUTH), config()).unwrap();
+        start_auth_with(streaming, config())
+    }
+
+    fn start_auth_with(streaming: bool, config: ExtensionConfig) -> (Authorization, HttpRequest) {
+        let mut a = Authorization::new(&both(streaming), "agent", &content(AUTH), config).unwrap();
         let outs = drain_auth(&mut a);
         assert_eq!(outs.len(), 1);
         let req = transmitted_auth(&outs).remove(0);
@@ -1705,9 +1812,156 @@ mod tests {
         );
     }
 
+    fn refused(op: OpId) -> Input {
+        Input::TransportFailed {
+            op,
+            error: TransportError {
+                kind: TransportErrorKind::Connect,
+                message: "refused".into(),
+            },
+        }
+    }
+
+    #[test]
+    fn a_refused_send_goes_again_unchanged_after_a_backoff() {
+        let (mut a, req) = start_auth(false);
+        a.handle(refused(req.op), ms(1)).unwrap();
+        assert!(
+            drain_auth(&mut a).is_empty(),
+            "no result yet: it will retry"
+        );
+        let at = a.poll_timeout().expect("a retry is due");
+        assert!(at > ms(1) && at < ms(10_000), "{at:?}");
+        a.handle_timeout(at).unwrap();
+        let again = transmitted_auth(&drain_auth(&mut a)).remove(0);
+        assert_eq!(again.purpose, OpPurpose::Send);
+        assert_ne!(again.op, req.op);
+        assert_eq!(
+            body(&again)["params"]["message"],
+            body(&req)["params"]["message"],
+            "the same message, same messageId"
+        );
+        let ctx = a.context_id().to_owned();
+        feed_auth(
+            &mut a,
+            unary(&again, task("t1", &ctx, "TASK_STATE_COMPLETED")),
+            at,
+        );
+        let r = finished(&drain_auth(&mut a));
+        assert!(r.success, "{r:?}");
+        assert!(a.is_done());
+    }
+
+    #[test]
+    fn an_overloaded_poll_is_observed_again_and_the_task_completes() {
+        let (mut a, req) = start_auth(false);
+        let ctx = a.context_id().to_owned();
+        feed_auth(
+            &mut a,
+            unary(&req, task("t1", &ctx, "TASK_STATE_WORKING")),
+            ms(1),
+        );
+        a.handle_timeout(ms(101)).unwrap();
+        let poll = transmitted_auth(&drain_auth(&mut a)).remove(0);
+        assert_eq!(body(&poll)["method"], "GetTask");
+        feed_auth(
+            &mut a,
+            vec![
+                Input::ResponseHead {
+                    op: poll.op,
+                    status: 503,
+                    headers: vec![("content-type".into(), "text/plain".into())],
+                },
+                Input::ResponseBody {
+                    op: poll.op,
+                    chunk: b"busy".to_vec(),
+                },
+                Input::ResponseEnd { op: poll.op },
+            ],
+            ms(102),
+        );
+        assert!(a.result().is_none(), "an overloaded poll is not a failure");
+        let at = a.poll_timeout().expect("the task is observed again");
+        a.handle_timeout(at).unwrap();
+        let again = transmitted_auth(&drain_auth(&mut a)).remove(0);
+        assert_eq!(body(&again)["method"], "GetTask");
+        feed_auth(
+            &mut a,
+            unary(
+                &again,
+                json!({"id": "t1", "contextId": ctx, "status": {"state": "TASK_STATE_COMPLETED"}}),
+            ),
+            at,
+        );
+        assert!(finished(&drain_auth(&mut a)).success);
+    }
+
+    #[test]
+    fn retries_are_bounded_and_every_attempt_is_reported() {
+        let two = ExtensionConfig {
+            retry: RetryPolicy {
+                attempts: 2,
+                ..RetryPolicy::default()
+            },
+            ..config()
+        };
+        let (mut a, mut req) = start_auth_with(false, two);
+        let mut now = ms(1);
+        for _ in 0..2 {
+            a.handle(refused(req.op), now).unwrap();
+            now = a.poll_timeout().unwrap();
+            a.handle_timeout(now).unwrap();
+            req = transmitted_auth(&drain_auth(&mut a)).remove(0);
+        }
+        a.handle(refused(req.op), now).unwrap();
+        let r = finished(&drain_auth(&mut a));
+        assert_eq!(
+            r.failure_code.as_deref(),
+            Some(host::codes::REMOTE_NO_RESPONSE)
+        );
+        let attempts = r.failure_details.as_ref().unwrap()["attempts"]
+            .as_array()
+            .unwrap()
+            .clone();
+        let next: Vec<&str> = attempts
+            .iter()
+            .map(|a| a["next"].as_str().unwrap())
+            .collect();
+        assert_eq!(next, ["resend", "resend", "give_up"]);
+        assert!(attempts.iter().all(|a| a["fault"] == "transport.connect"));
+    }
+
+    #[test]
+    fn an_unknown_outcome_send_is_not_resent() {
+        // Bytes went out and the connection broke: the agent may have the message. Without a
+        // task id there is nothing to observe, so the authorization fails instead of resending.
+        let (mut a, req) = start_auth(false);
+        a.handle(
+            Input::TransportFailed {
+                op: req.op,
+                error: TransportError {
+                    kind: TransportErrorKind::Io,
+                    message: "reset".into(),
+                },
+            },
+            ms(1),
+        )
+        .unwrap();
+        let outs = drain_auth(&mut a);
+        assert_eq!(
+            finished(&outs).failure_code.as_deref(),
+            Some(host::codes::REMOTE_NO_RESPONSE)
+        );
+        assert!(transmitted_auth(&outs).is_empty());
+    }
+
     #[test]
     fn authorization_transport_failure_and_unsupported_states_fail() {
-        let (mut a, req) = start_auth(false);
+        let fail_fast = ExtensionConfig {
+            retry: RetryPolicy::FAIL_FAST,
+            ..config()
+        };
+        let (mut a, req) = start_auth_with(false, fail_fast);
         a.handle(
             Input::TransportFailed {
                 op: req.op,

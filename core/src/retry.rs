@@ -1,5 +1,9 @@
 //! How a remote task survives faults of the network or of an overloaded agent.
 //!
+//! The rules below apply to every workflow subtask and to Authorization-T sends, which follow
+//! the same policy (an authorization never looks a lost send up: it fails instead).
+//! Notification-T subscriptions have their own reattachment settings.
+//!
 //! A message is never resent blindly: `SendMessage` is not idempotent. The engine distinguishes
 //! three situations.
 //!

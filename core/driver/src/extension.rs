@@ -49,6 +49,7 @@ use a2at_core::extension::{
 };
 use a2at_core::host::MessageContent;
 use a2at_core::io::{ApiMisuse, HttpRequest, Input};
+use a2at_core::retry::RetryPolicy;
 use a2at_core::{OpId, Timestamp};
 use futures::StreamExt;
 use futures::channel::{mpsc, oneshot};
@@ -117,6 +118,10 @@ pub struct ExtensionSenderConfig {
     pub max_reattach_attempts: u32,
     /// Notification: delay before each `SubscribeToTask` attempt (default 1 s).
     pub reattach_delay: Duration,
+    /// Authorization: how faults of the network or of an overloaded agent are retried, with
+    /// the rules of workflow subtasks (default: five consecutive attempts; built from an
+    /// engine, the engine's policy).
+    pub retry: RetryPolicy,
     /// The binding to prefer when a card offers several.
     pub preferred_binding: Option<Binding>,
     /// Exchanges in flight at once per agent (default 64; a subscription holds one for its
@@ -138,6 +143,7 @@ impl Default for ExtensionSenderConfig {
             ack_timeout: core.ack_timeout,
             max_reattach_attempts: core.max_reattach_attempts,
             reattach_delay: core.reattach_delay,
+            retry: core.retry,
             preferred_binding: None,
             max_in_flight_per_agent: 64,
             max_in_flight: 256,
@@ -218,6 +224,12 @@ impl<R: Runtime> ExtensionSenderBuilder<R> {
         self
     }
 
+    /// See [`ExtensionSenderConfig::retry`].
+    pub fn retry(mut self, policy: RetryPolicy) -> Self {
+        self.config.retry = policy;
+        self
+    }
+
     /// See [`ExtensionSenderConfig::preferred_binding`] (ignored when built from an engine,
     /// whose directory already chose).
     pub fn preferred_binding(mut self, binding: Binding) -> Self {
@@ -279,6 +291,7 @@ impl<R: Runtime> ExtensionSenderBuilder<R> {
             ack_timeout: c.ack_timeout,
             max_reattach_attempts: c.max_reattach_attempts,
             reattach_delay: c.reattach_delay,
+            retry: c.retry,
             ..ExtensionConfig::default()
         }
         .validate()?;
@@ -368,6 +381,7 @@ impl<R: Runtime> Engine<R> {
                 send_budget: c.run.task_budget,
                 poll_interval: c.run.poll_interval,
                 cancel_budget: c.run.cancel_budget,
+                retry: c.run.retry,
                 preferred_binding: c.preferred_binding,
                 seed: c.seed,
                 ..ExtensionSenderConfig::default()
@@ -434,6 +448,7 @@ impl<R: Runtime> ExtensionSender<R> {
             ack_timeout: c.ack_timeout,
             max_reattach_attempts: c.max_reattach_attempts,
             reattach_delay: c.reattach_delay,
+            retry: c.retry,
             ..ExtensionConfig::default()
         }
     }

@@ -552,6 +552,59 @@ pub fn an_expired_authorization_cancels_its_remote_task<T: TestRuntime>() {
     });
 }
 
+/// An overloaded agent (503 before it processed anything) gets the same message again after a
+/// backoff, on every binding; with retries off, the first 503 is the result.
+pub fn an_overloaded_agent_gets_the_authorization_again<T: TestRuntime>() {
+    use crate::agent::AgentFault;
+    T::block_on(async {
+        for agent in [ext_agent("auth"), ext_agent("auth").grpc()] {
+            let server = LoopbackServer::start(vec![agent.fault_on(
+                "SendMessage",
+                1,
+                AgentFault::Unavailable { retry_after: None },
+            )])
+            .await;
+            let retried = ExtensionSender::<T>::builder(server.cards())
+                .retry(a2at_core::retry::RetryPolicy {
+                    attempts: 3,
+                    base_delay: Duration::from_millis(10),
+                    max_delay: Duration::from_millis(20),
+                })
+                .build()
+                .unwrap();
+            let ok = retried
+                .send_authorization("auth", auth_content())
+                .await
+                .unwrap();
+            assert!(ok.success, "{ok:?}");
+            let sends = server.requests_to("auth", "SendMessage");
+            assert_eq!(sends.len(), 2);
+            assert_eq!(
+                sends[0].message().unwrap()["messageId"],
+                sends[1].message().unwrap()["messageId"],
+                "the same message goes again"
+            );
+
+            let server = LoopbackServer::start(vec![ext_agent("auth").fault_on(
+                "SendMessage",
+                1,
+                AgentFault::Unavailable { retry_after: None },
+            )])
+            .await;
+            let fail_fast = ExtensionSender::<T>::builder(server.cards())
+                .retry(a2at_core::retry::RetryPolicy::FAIL_FAST)
+                .build()
+                .unwrap();
+            let failed = fail_fast
+                .send_authorization("auth", auth_content())
+                .await
+                .unwrap();
+            assert!(!failed.success);
+            assert_eq!(server.requests_to("auth", "SendMessage").len(), 1);
+        }
+    });
+}
+
 // ----- concurrency and independence -----
 
 pub fn a_slow_listener_delays_neither_other_subscriptions_nor_a_workflow<T: TestRuntime>() {

@@ -54,6 +54,7 @@ macro_rules! extension_suite {
                 failing_extensions_leave_a_concurrent_workflow_unchanged,
                 ack_then_notifications_then_host_close,
                 authorization_success_failure_rejection_and_polling,
+                an_overloaded_agent_gets_the_authorization_again,
             ]
         );
     };
