@@ -1932,6 +1932,56 @@ mod tests {
     }
 
     #[test]
+    fn a_successful_observation_restarts_the_count_of_faults() {
+        let one = ExtensionConfig {
+            retry: RetryPolicy {
+                attempts: 1,
+                ..RetryPolicy::default()
+            },
+            ..config()
+        };
+        let (mut a, req) = start_auth_with(false, one);
+        let ctx = a.context_id().to_owned();
+        feed_auth(
+            &mut a,
+            unary(&req, task("t1", &ctx, "TASK_STATE_WORKING")),
+            ms(1),
+        );
+        let mut now = ms(1);
+        // Twice: a poll breaks, the next one answers WORKING. One retry is allowed in a row,
+        // so the second break is retried too.
+        for _ in 0..2 {
+            now = a.poll_timeout().unwrap();
+            a.handle_timeout(now).unwrap();
+            let poll = transmitted_auth(&drain_auth(&mut a)).remove(0);
+            a.handle(
+                Input::TransportFailed {
+                    op: poll.op,
+                    error: TransportError {
+                        kind: TransportErrorKind::Io,
+                        message: "reset".into(),
+                    },
+                },
+                now,
+            )
+            .unwrap();
+            assert!(a.result().is_none(), "retried: {:?}", a.result());
+            now = a.poll_timeout().unwrap();
+            a.handle_timeout(now).unwrap();
+            let again = transmitted_auth(&drain_auth(&mut a)).remove(0);
+            feed_auth(
+                &mut a,
+                unary(
+                    &again,
+                    json!({"id": "t1", "contextId": ctx, "status": {"state": "TASK_STATE_WORKING"}}),
+                ),
+                now,
+            );
+        }
+        assert!(a.result().is_none());
+    }
+
+    #[test]
     fn an_unknown_outcome_send_is_not_resent() {
         // Bytes went out and the connection broke: the agent may have the message. Without a
         // task id there is nothing to observe, so the authorization fails instead of resending.
