@@ -1947,11 +1947,10 @@ mod tests {
             unary(&req, task("t1", &ctx, "TASK_STATE_WORKING")),
             ms(1),
         );
-        let mut now = ms(1);
         // Twice: a poll breaks, the next one answers WORKING. One retry is allowed in a row,
         // so the second break is retried too.
         for _ in 0..2 {
-            now = a.poll_timeout().unwrap();
+            let mut now = a.poll_timeout().unwrap();
             a.handle_timeout(now).unwrap();
             let poll = transmitted_auth(&drain_auth(&mut a)).remove(0);
             a.handle(

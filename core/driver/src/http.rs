@@ -206,10 +206,10 @@ where
     Ok(sender)
 }
 
-/// Rewrites an absolute URL to origin form with a `Host` header; returns the origin.
-fn origin_form(request: &mut http::Request<Full<Bytes>>) -> Result<Origin, Failure> {
+/// The origin (scheme, host, port) of a request with an absolute `http` or `https` URL.
+pub(crate) fn origin_of(request: &http::Request<Full<Bytes>>) -> Result<Origin, Failure> {
     let bad = |m: String| (TransportErrorKind::Other, m);
-    let uri = request.uri().clone();
+    let uri = request.uri();
     let https = match uri.scheme_str() {
         Some("https") => true,
         Some("http") => false,
@@ -224,16 +224,26 @@ fn origin_form(request: &mut http::Request<Full<Bytes>>) -> Result<Origin, Failu
         .trim_end_matches(']')
         .to_owned();
     let port = authority.port_u16().unwrap_or(if https { 443 } else { 80 });
-    if !request.headers().contains_key(http::header::HOST) {
-        let value = http::HeaderValue::from_str(authority.as_str())
-            .map_err(|e| bad(format!("invalid host: {e}")))?;
-        request.headers_mut().insert(http::header::HOST, value);
+    Ok((https, host, port))
+}
+
+/// Rewrites an absolute URL to origin form with a `Host` header; returns the origin.
+fn origin_form(request: &mut http::Request<Full<Bytes>>) -> Result<Origin, Failure> {
+    let bad = |m: String| (TransportErrorKind::Other, m);
+    let origin = origin_of(request)?;
+    let uri = request.uri().clone();
+    if let Some(authority) = uri.authority() {
+        if !request.headers().contains_key(http::header::HOST) {
+            let value = http::HeaderValue::from_str(authority.as_str())
+                .map_err(|e| bad(format!("invalid host: {e}")))?;
+            request.headers_mut().insert(http::header::HOST, value);
+        }
     }
     let path = uri.path_and_query().map_or("/", |p| p.as_str());
     *request.uri_mut() = path
         .parse()
         .map_err(|e| bad(format!("invalid path: {e}")))?;
-    Ok((https, host, port))
+    Ok(origin)
 }
 
 /// The `http` method of an engine request.

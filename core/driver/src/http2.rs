@@ -24,7 +24,7 @@ use hyper::body::Incoming;
 use hyper::client::conn::http2::{Builder, SendRequest};
 use smol_hyper::rt::FuturesIo;
 
-use crate::http::describe;
+use crate::http::{describe, origin_of};
 use crate::runtime::{BoxFuture, Runtime};
 
 type Failure = (TransportErrorKind, String);
@@ -208,25 +208,4 @@ where
         let _ = connection.await;
     });
     Ok(sender)
-}
-
-/// The origin of an absolute `http` or `https` URL.
-fn origin_of(request: &http::Request<Full<Bytes>>) -> Result<Origin, Failure> {
-    let bad = |m: String| (TransportErrorKind::Other, m);
-    let uri = request.uri();
-    let https = match uri.scheme_str() {
-        Some("https") => true,
-        Some("http") => false,
-        other => return Err(bad(format!("unsupported URL scheme {other:?}"))),
-    };
-    let authority = uri
-        .authority()
-        .ok_or_else(|| bad("URL without a host".into()))?;
-    let host = authority
-        .host()
-        .trim_start_matches('[')
-        .trim_end_matches(']')
-        .to_owned();
-    let port = authority.port_u16().unwrap_or(if https { 443 } else { 80 });
-    Ok((https, host, port))
 }
