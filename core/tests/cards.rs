@@ -226,6 +226,7 @@ fn grpc_interface_urls_in_both_forms() {
         ("http://h:x", None),
         ("https://user@h:1", None),
         ("https://h/p?q=1", None),
+        ("http://h:1/a b", None),
         ("", None),
     ];
     for (url, want) in cases {
