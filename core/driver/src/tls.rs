@@ -24,7 +24,8 @@ pub struct TlsConfig {
     /// Extra trusted CA certificates (PEM, one or more), added to the webpki roots.
     pub extra_ca_pem: Option<Vec<u8>>,
     /// A client certificate chain (PEM) and its private key (PKCS#8, PKCS#1 or SEC1, as PEM or
-    /// DER) for mutual TLS. Encrypted keys are not supported: decrypt them first.
+    /// DER) for mutual TLS. An encrypted PKCS#8 key is decrypted when it is read
+    /// ([`TlsConfig::with_encrypted_client_identity_files`]).
     pub client_identity_pem: Option<(Vec<u8>, Vec<u8>)>,
     /// Certificate revocation lists (PEM) to check server certificates against (`crlPath`):
     /// a revoked end-entity certificate is rejected; certificates whose issuer published no
@@ -78,6 +79,21 @@ impl TlsConfig {
         Ok(self)
     }
 
+    /// Like [`TlsConfig::with_client_identity_files`] with an encrypted PKCS#8 key (PEM
+    /// `ENCRYPTED PRIVATE KEY`, as written by `openssl pkcs8 -topk8 -v2 aes-256-cbc`) and its
+    /// password. The key is decrypted now; a wrong password, another kind of key or an
+    /// unsupported cipher is an error that says which, never the password itself.
+    pub fn with_encrypted_client_identity_files(
+        mut self,
+        cert: &Path,
+        key: &Path,
+        password: &str,
+    ) -> Result<TlsConfig, EngineError> {
+        let key = decrypt_private_key(&read("client key", key)?, password)?;
+        self.client_identity_pem = Some((read("client certificate", cert)?, key));
+        Ok(self)
+    }
+
     /// Checks server certificates against the revocation lists of a PEM file (`crlPath`).
     pub fn with_crl_file(mut self, path: &Path) -> Result<TlsConfig, EngineError> {
         let mut pem = self.crl_pem.take().unwrap_or_default();
@@ -95,13 +111,37 @@ impl TlsConfig {
     }
 }
 
+/// The PKCS#8 DER of an encrypted PEM private key.
+fn decrypt_private_key(pem: &[u8], password: &str) -> Result<Vec<u8>, EngineError> {
+    let bad = |what: String| EngineError::Tls(format!("client key: {what}"));
+    let text = std::str::from_utf8(pem).map_err(|_| bad("not PEM text".into()))?;
+    let (label, document) =
+        pkcs8::Document::from_pem(text).map_err(|e| bad(format!("not PEM: {e}")))?;
+    if label != "ENCRYPTED PRIVATE KEY" {
+        return Err(bad(format!(
+            "a {label} block where an ENCRYPTED PRIVATE KEY was expected"
+        )));
+    }
+    let encrypted = pkcs8::EncryptedPrivateKeyInfo::try_from(document.as_bytes())
+        .map_err(|e| bad(format!("not an encrypted PKCS#8 key: {e}")))?;
+    let decrypted = encrypted.decrypt(password).map_err(|e| {
+        bad(format!(
+            "cannot decrypt it (wrong password or unsupported cipher): {e}"
+        ))
+    })?;
+    Ok(decrypted.as_bytes().to_vec())
+}
+
 /// A private key as PEM, or else as DER (PKCS#8, PKCS#1 or SEC1).
 fn private_key(bytes: &[u8]) -> Result<PrivateKeyDer<'static>, EngineError> {
     match PrivateKeyDer::from_pem_slice(bytes) {
         Ok(key) => Ok(key),
-        Err(pem_error) if bytes.windows(10).any(|w| w == b"-----BEGIN") => Err(EngineError::Tls(
-            format!("client key: {pem_error} (encrypted keys are not supported)"),
-        )),
+        Err(pem_error) if bytes.windows(10).any(|w| w == b"-----BEGIN") => {
+            Err(EngineError::Tls(format!(
+                "client key: {pem_error} (an encrypted key needs its password: \
+                 TlsConfig::with_encrypted_client_identity_files)"
+            )))
+        }
         Err(_) => PrivateKeyDer::try_from(bytes.to_vec())
             .map_err(|e| EngineError::Tls(format!("client key is neither PEM nor DER: {e}"))),
     }

@@ -938,6 +938,53 @@ pub fn tls_client_identity_files_and_revocation_lists<T: TestRuntime>() {
         .with_client_identity_files(&cert_file, &pem_key_file)
         .unwrap();
     assert!(fetch(port, with_pem_key).is_ok(), "PEM key");
+    // An encrypted PKCS#8 key (PBES2: PBKDF2-SHA256 and AES-256-CBC) works with its password;
+    // a wrong password or a plain key given as encrypted is an error that names the key, never
+    // the password.
+    let encrypted_pem = {
+        use pkcs8::der::EncodePem;
+        let params =
+            pkcs8::pkcs5::pbes2::Parameters::pbkdf2_sha256_aes256cbc(2048, &[7u8; 16], &[9u8; 16])
+                .unwrap();
+        let der = client_key.serialize_der();
+        let info = pkcs8::PrivateKeyInfo::try_from(der.as_slice()).unwrap();
+        let encrypted = info.encrypt_with_params(params, "open sesame").unwrap();
+        pkcs8::EncryptedPrivateKeyInfo::try_from(encrypted.as_bytes())
+            .unwrap()
+            .to_pem(pkcs8::LineEnding::LF)
+            .unwrap()
+    };
+    assert!(encrypted_pem.starts_with("-----BEGIN ENCRYPTED PRIVATE KEY-----"));
+    let encrypted_key_file = temp_file("client.key.enc.pem", &encrypted_pem);
+    let plain_refused = trusting()
+        .with_client_identity_files(&cert_file, &encrypted_key_file)
+        .and_then(|tls| fetch(port, tls).map_err(|e| EngineError::Tls(e.to_string())));
+    assert!(
+        plain_refused.is_err(),
+        "an encrypted key needs its password"
+    );
+    let with_encrypted_key = trusting()
+        .with_encrypted_client_identity_files(&cert_file, &encrypted_key_file, "open sesame")
+        .unwrap();
+    assert!(fetch(port, with_encrypted_key).is_ok(), "encrypted key");
+    let wrong = trusting()
+        .with_encrypted_client_identity_files(&cert_file, &encrypted_key_file, "guess")
+        .map(|_| ())
+        .unwrap_err()
+        .to_string();
+    assert!(
+        wrong.contains("client key") && !wrong.contains("guess"),
+        "{wrong}"
+    );
+    let not_encrypted = trusting()
+        .with_encrypted_client_identity_files(&cert_file, &pem_key_file, "open sesame")
+        .map(|_| ())
+        .unwrap_err()
+        .to_string();
+    assert!(
+        not_encrypted.contains("ENCRYPTED PRIVATE KEY"),
+        "{not_encrypted}"
+    );
     let e = TlsConfig::default()
         .with_client_identity_files(&cert_file, &cert_file.with_extension("gone"))
         .unwrap_err();
