@@ -498,10 +498,7 @@ impl<R: Runtime> Engine<R> {
             seed: None,
             trace: None,
             events: None,
-            task_budget: None,
-            callback_budget: None,
-            max_negotiation_exchanges: None,
-            max_input_replies: None,
+            config_edits: Vec::new(),
             map_events: None,
         }
     }
@@ -615,6 +612,9 @@ pub(crate) struct ExtensionParts {
     pub(crate) log: a2at_core::protolog::LogConfig,
 }
 
+/// One change a run makes to the engine's [`RunConfig`].
+type ConfigEdit = Box<dyn FnOnce(&mut RunConfig) + Send>;
+
 /// One run's options, from [`Engine::run`].
 pub struct RunBuilder<R, C> {
     engine: Engine<R>,
@@ -626,10 +626,9 @@ pub struct RunBuilder<R, C> {
     seed: Option<u64>,
     trace: Option<Box<dyn std::io::Write + Send>>,
     events: Option<EventSelection>,
-    task_budget: Option<Duration>,
-    callback_budget: Option<Duration>,
-    max_negotiation_exchanges: Option<u32>,
-    max_input_replies: Option<u32>,
+    /// This run's changes to the engine's [`RunConfig`], applied in order before the run is
+    /// checked and started (each setting is declared once, in `RunConfig`).
+    config_edits: Vec<ConfigEdit>,
     map_events: Option<EventHook>,
 }
 
@@ -652,28 +651,32 @@ impl<R: Runtime, C: ControlPoint + 'static> RunBuilder<R, C> {
     /// This run's budget per task activation (overrides [`RunConfig::task_budget`]; must be
     /// positive, else the run ends at once with `config.invalid` naming it).
     pub fn task_budget(mut self, budget: Duration) -> Self {
-        self.task_budget = Some(budget);
+        self.config_edits
+            .push(Box::new(move |config| config.task_budget = budget));
         self
     }
 
     /// This run's budget per `on_route` / `on_self_task` call (overrides
     /// [`RunConfig::callback_budget`]; must be positive).
     pub fn callback_budget(mut self, budget: Duration) -> Self {
-        self.callback_budget = Some(budget);
+        self.config_edits
+            .push(Box::new(move |config| config.callback_budget = budget));
         self
     }
 
     /// This run's negotiation exchanges per task (overrides
     /// [`RunConfig::max_negotiation_exchanges`]; must be at least 1).
     pub fn max_negotiation_exchanges(mut self, n: u32) -> Self {
-        self.max_negotiation_exchanges = Some(n);
+        self.config_edits
+            .push(Box::new(move |config| config.max_negotiation_exchanges = n));
         self
     }
 
     /// This run's follow-ups per task on a plain `INPUT_REQUIRED` (overrides
     /// [`RunConfig::max_input_replies`]; must be at least 1).
     pub fn max_input_replies(mut self, n: u32) -> Self {
-        self.max_input_replies = Some(n);
+        self.config_edits
+            .push(Box::new(move |config| config.max_input_replies = Some(n)));
         self
     }
 
@@ -750,17 +753,8 @@ impl<R: Runtime, C: ControlPoint + 'static> RunBuilder<R, C> {
         let seed = self.seed.unwrap_or_else(|| self.engine.next_seed());
         let mut config = self.engine.run_config(seed);
         config.events = self.events.unwrap_or_default();
-        if let Some(b) = self.task_budget {
-            config.task_budget = b;
-        }
-        if let Some(b) = self.callback_budget {
-            config.callback_budget = b;
-        }
-        if let Some(n) = self.max_negotiation_exchanges {
-            config.max_negotiation_exchanges = n;
-        }
-        if let Some(n) = self.max_input_replies {
-            config.max_input_replies = Some(n);
+        for edit in self.config_edits {
+            edit(&mut config);
         }
         // Settings are checked at the door: a bad one refuses the run before anything runs.
         if let Err(e) = config.validate() {
