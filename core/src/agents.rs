@@ -64,6 +64,13 @@ impl AgentDirectory {
         Ok(AgentDirectory { agents })
     }
 
+    /// A directory of one agent whose entry is already built (a machine's own view of it).
+    pub(crate) fn single(entry: AgentEntry) -> AgentDirectory {
+        AgentDirectory {
+            agents: BTreeMap::from([(entry.card.name.clone(), entry)]),
+        }
+    }
+
     /// The agent named `name`.
     pub fn get(&self, name: &str) -> Option<&AgentEntry> {
         self.agents.get(name)

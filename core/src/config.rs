@@ -76,6 +76,9 @@ pub enum ConfigError {
     /// The retry policy is unusable.
     #[error(transparent)]
     Retry(#[from] crate::retry::RetryPolicyError),
+    /// A subscription's reattach policy is unusable.
+    #[error("the reattach policy is unusable: {0}")]
+    Reattach(crate::retry::RetryPolicyError),
 }
 
 /// The stable code of a run refused for an unusable setting (the message names it).
@@ -89,6 +92,7 @@ impl ConfigError {
                 f
             }
             ConfigError::Retry(_) => "retry",
+            ConfigError::Reattach(_) => "reattach",
         }
     }
 }

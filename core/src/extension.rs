@@ -36,9 +36,19 @@
 //!   changed task or context id (`remote.identity_changed`); an answer without state
 //!   (`a2a.empty_stream`); budget expiry ([`codes::TIMEOUT`]); [`Input::Cancel`]
 //!   ([`codes::CANCELLED`]).
+//! * Faults follow [`crate::retry`] with [`ExtensionConfig::retry`], exactly as for a workflow
+//!   subtask: a send that provably never reached the agent goes again unchanged (same
+//!   `messageId`), a broken `GetTask` is made again, and a send whose answer was lost (bytes
+//!   sent, no task id) is looked up with `ListTasks` by the authorization's context id: the
+//!   task found there is followed, none fails the authorization with the send's own fault. It
+//!   is never resent.
 //! * A failure with a known non-final remote task sends one `CancelTask` cleanup, bounded by
-//!   [`ExtensionConfig::cancel_budget`]. Its outcome changes nothing; the machine is
-//!   [done](Authorization::is_done) once it ended.
+//!   [`ExtensionConfig::cancel_budget`]. A send given up on before its task id was known is
+//!   still read for that long, so a task the agent creates late is cancelled too. Neither
+//!   changes the result; the machine is [done](Authorization::is_done) once both ended.
+//! * The budget, polling, retries and cleanup are the workflow subtask's own machinery (one
+//!   remote task driven on this machine's private clock and ids), so both follow one set of
+//!   rules.
 //!
 //! ## Notification rules
 //!
@@ -59,9 +69,9 @@
 //! * **Terminal states do not close the subscription.** Only the host (close) or the end
 //!   of the stream does.
 //! * **End of stream**: when the stream ends or drops (transport failure) while the task is
-//!   known and not terminal, the machine reattaches with `SubscribeToTask(taskId)` after
-//!   [`ExtensionConfig::reattach_delay`], at most [`ExtensionConfig::max_reattach_attempts`]
-//!   times in a row (the count restarts when a reattached stream delivers an event; events in
+//!   known and not terminal, the machine reattaches with `SubscribeToTask(taskId)` by the
+//!   rules of [`crate::retry`] with [`ExtensionConfig::reattach`] (jittered doubling backoff),
+//!   at most `reattach.attempts` times in a row (the count restarts when a reattached stream delivers an event; events in
 //!   between may be lost). The first event of a reattached stream is preceded by
 //!   [`NotificationOutput::Reattached`]. When the attempts are used up, the subscription fails
 //!   ([`codes::REATTACH_EXHAUSTED`]). When the task is terminal (or unknown) and the stream
@@ -96,12 +106,20 @@ use crate::a2a::{
 };
 use crate::a2at;
 use crate::agents::{AgentDirectory, AgentEntry};
+use crate::config::RunConfig;
+use crate::event::EventSelection;
 use crate::exchange::{self, ExchangeSpec};
 use crate::host::{self, MessageContent};
+use crate::host::{TaskExecutionResult, TaskRequest, TaskStatus, WorkflowInput};
 use crate::ids::{IdGenerator, OpId};
+use crate::ids::{StepId, TaskKey};
+use crate::io::Output;
 use crate::io::{ApiMisuse, Correlation, HttpRequest, Input, OpPurpose, TransportError};
-use crate::retry::{self, Attempts, FailedExchange, Fault, Recovery, RetryAttempt, RetryPolicy};
+use crate::machine::{Ctx, TimerKey};
+use crate::remote::{self, Env, Invocation, Routed};
+use crate::retry::{Attempts, Fault, RetryAttempt, RetryPolicy};
 use crate::time::Timestamp;
+use crate::workflow::BusinessInput;
 
 /// Failure codes of the extension machines (besides the shared `a2a.*` and `remote.*` codes).
 pub mod codes {
@@ -132,10 +150,11 @@ pub struct ExtensionConfig {
     pub cancel_budget: Duration,
     /// Notification: wait for the first acknowledgement (default 300 s).
     pub ack_timeout: Duration,
-    /// Notification: `SubscribeToTask` attempts in a row before giving up (default 3).
-    pub max_reattach_attempts: u32,
-    /// Notification: delay before each `SubscribeToTask` attempt (default 1 s).
-    pub reattach_delay: Duration,
+    /// Notification: how a stream that ended or broke before the task was final is found
+    /// again with `SubscribeToTask`: attempts in a row and the backoff between them, with the
+    /// same jittered doubling delays as [`ExtensionConfig::retry`] (default: 3 attempts,
+    /// 1 s doubling to 4 s; `attempts: 0` never reattaches).
+    pub reattach: RetryPolicy,
     /// `historyLength` sent with sends and polls (default `Some(0)`).
     pub history_length: Option<i32>,
     /// Size limits for decoding responses.
@@ -153,8 +172,11 @@ impl Default for ExtensionConfig {
             poll_interval: Duration::from_millis(250),
             cancel_budget: Duration::from_secs(5),
             ack_timeout: Duration::from_secs(300),
-            max_reattach_attempts: 3,
-            reattach_delay: Duration::from_secs(1),
+            reattach: RetryPolicy {
+                attempts: 3,
+                base_delay: Duration::from_secs(1),
+                max_delay: Duration::from_secs(4),
+            },
             history_length: Some(0),
             decode_limits: DecodeLimits::default(),
             retry: RetryPolicy::default(),
@@ -165,8 +187,7 @@ impl Default for ExtensionConfig {
 impl ExtensionConfig {
     /// Checks every setting: the send budget, poll interval, cancel budget and acknowledgement
     /// timeout must be positive, the decode limits at least 1, a history length not negative
-    /// and the retry policy usable; the error names the setting. A zero reattach delay or attempt count is
-    /// allowed (reattach at once, or never).
+    /// and both retry policies usable; the error names the setting.
     pub fn validate(&self) -> Result<(), crate::run::ConfigError> {
         crate::config::check_durations(&[
             ("send_budget", self.send_budget),
@@ -185,6 +206,9 @@ impl ExtensionConfig {
             ),
         ])?;
         crate::config::check_history(self.history_length)?;
+        self.reattach
+            .validate()
+            .map_err(crate::config::ConfigError::Reattach)?;
         Ok(self.retry.validate()?)
     }
 }
@@ -543,35 +567,29 @@ pub enum AuthorizationOutput {
     Finished(Box<AuthorizationResult>),
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum AuthPhase {
-    Exchanging(OpId),
-    Waiting,
-    Done,
-}
-
 /// One Authorization-T send: see the [module docs](self) for its rules.
+///
+/// It drives its remote task with the same machinery as a workflow subtask (one budget,
+/// `GetTask` polling, retries, `CancelTask` cleanup of a task it gives up on, reading a send it
+/// gave up on for a late task id), on a private clock, id stream and agent view, without a
+/// workflow and without asking a host anything after the content.
 #[derive(Debug)]
 pub struct Authorization {
-    link: Link,
-    acc: ResponseAccumulator,
-    phase: AuthPhase,
-    last_state: Option<TaskState>,
-    deadline: Option<Timestamp>,
-    poll_at: Option<Timestamp>,
-    cleanup: Option<(OpId, Timestamp)>,
+    ctx: Ctx,
+    /// The addressed agent alone, seen as non-streaming: one blocking send, observed with
+    /// `GetTask`.
+    agents: AgentDirectory,
+    config: RunConfig,
+    invocation: Invocation,
     outputs: VecDeque<AuthorizationOutput>,
     result: Option<AuthorizationResult>,
-    /// The send, kept so that one that provably never reached the agent goes again unchanged
-    /// (same `messageId`).
-    sent: Box<(SendMessageRequest, Vec<String>)>,
-    /// The open exchange's call and how many events it delivered.
-    exchange_kind: CallKind,
-    exchange_events: usize,
-    /// When the send goes again after a fault.
-    resend_at: Option<Timestamp>,
-    attempts: Attempts,
 }
+
+/// The one remote task of an authorization.
+const AUTHORIZATION_TASK: TaskKey = TaskKey {
+    step: StepId(0),
+    subtask: 0,
+};
 
 impl Authorization {
     /// Checks the preconditions and queues the `SendMessage`. Time starts at
@@ -582,47 +600,71 @@ impl Authorization {
         content: &MessageContent,
         config: ExtensionConfig,
     ) -> Result<Authorization, PreconditionError> {
-        let mut link = Link::new(
+        let entry = agents
+            .get(agent)
+            .ok_or_else(|| PreconditionError::AgentNotFound(agent.to_owned()))?;
+        check_content(content, entry, a2at::AUTHORIZATION_T_URI)?;
+        let mut entry = entry.clone();
+        entry.streaming = false;
+        let run_config = RunConfig {
+            seed: config.seed,
+            execution_id: Some(String::new()),
+            task_budget: config.send_budget,
+            callback_budget: config.send_budget,
+            poll_interval: config.poll_interval,
+            cancel_budget: config.cancel_budget,
+            max_negotiation_exchanges: 0,
+            max_input_replies: None,
+            history_length: config.history_length,
+            decode_limits: config.decode_limits,
+            events: EventSelection::None,
+            retry: config.retry,
+        };
+        let mut ctx = Ctx::new(
+            IdGenerator::new(config.seed),
+            String::new(),
+            EventSelection::None,
+        );
+        let agents = AgentDirectory::single(entry);
+        let request = TaskRequest {
+            execution_id: String::new(),
+            task_id: String::new(),
+            step_name: "authorization".to_owned(),
+            subtask_index: 0,
+            agent_name: agent.to_owned(),
+            skill: String::new(),
+            instruction: String::new(),
+            input: BusinessInput::Text(String::new()),
+            language: String::new(),
+            workflow_input: WorkflowInput::default(),
+        };
+        let mut env = Env {
+            ctx: &mut ctx,
+            agents: &agents,
+            config: &run_config,
+        };
+        let (invocation, refused) =
+            Invocation::start_sending(AUTHORIZATION_TASK, request, content.clone(), &mut env);
+        if let Some(refused) = refused {
+            return Err(PreconditionError::InvalidContent(
+                refused.error.unwrap_or_default(),
+            ));
+        }
+        let mut authorization = Authorization {
+            ctx,
             agents,
-            agent,
-            content,
-            a2at::AUTHORIZATION_T_URI,
-            "authorization",
-            config,
-        )?;
-        let request = link.send_request(content);
-        let extensions = content.unique_extensions();
-        let req = link
-            .open(
-                &A2aCall::SendMessage(&request),
-                OpPurpose::Send,
-                &extensions,
-                Some(link.config.send_budget),
-            )
-            .map_err(|e| PreconditionError::InvalidContent(e.message))?;
-        let op = req.op;
-        let deadline = Timestamp::ZERO.saturating_add(link.config.send_budget);
-        Ok(Authorization {
-            link,
-            acc: ResponseAccumulator::new(),
-            phase: AuthPhase::Exchanging(op),
-            last_state: None,
-            deadline: Some(deadline),
-            poll_at: None,
-            cleanup: None,
-            outputs: VecDeque::from([AuthorizationOutput::Transmit(req)]),
+            config: run_config,
+            invocation,
+            outputs: VecDeque::new(),
             result: None,
-            sent: Box::new((request, extensions)),
-            exchange_kind: CallKind::SendMessage,
-            exchange_events: 0,
-            resend_at: None,
-            attempts: Attempts::default(),
-        })
+        };
+        authorization.collect(None);
+        Ok(authorization)
     }
 
     /// The fresh context id of this authorization.
     pub fn context_id(&self) -> &str {
-        &self.link.context_id
+        self.invocation.context_id()
     }
 
     /// The next output; `None` when nothing is queued right now.
@@ -632,12 +674,7 @@ impl Authorization {
 
     /// The earliest instant at which [`Authorization::handle_timeout`] has work to do.
     pub fn poll_timeout(&self) -> Option<Timestamp> {
-        earliest(&[
-            self.deadline,
-            self.poll_at,
-            self.resend_at,
-            self.cleanup.map(|c| c.1),
-        ])
+        self.ctx.next_deadline()
     }
 
     /// The result, once decided.
@@ -645,277 +682,137 @@ impl Authorization {
         self.result.as_ref()
     }
 
-    /// Whether the result was decided and no cleanup exchange is left: stop driving.
+    /// Whether the result was decided and no exchange is left (a `CancelTask` cleanup, or a
+    /// send given up on that is still read for a late task id): stop driving.
     pub fn is_done(&self) -> bool {
-        self.result.is_some() && self.cleanup.is_none()
+        self.result.is_some() && self.ctx.ops.is_empty()
     }
 
     /// Feeds one input that happened at `now`. [`Input::Cancel`] gives the authorization up
     /// ([`codes::CANCELLED`]); host replies are ignored.
     pub fn handle(&mut self, input: Input, now: Timestamp) -> Result<(), ApiMisuse> {
-        self.link.advance(now)?;
-        match self.link.feed(input) {
-            Feed::Nothing => {}
-            Feed::Cancel => {
-                let failure =
-                    ExtensionFailure::new(codes::CANCELLED, "the authorization was cancelled");
-                self.finish(Err(failure));
-            }
-            Feed::Items(op, items) => self.on_items(op, items),
-            Feed::Failed(op, error) => {
-                if self.cleanup.is_some_and(|c| c.0 == op) {
-                    self.cleanup = None;
-                } else if self.phase == AuthPhase::Exchanging(op) {
-                    let failure = transport_failure(&self.link.agent.card.name, &error);
-                    self.recover(op, Fault::Transport(error.kind), failure);
+        self.advance(now)?;
+        let mut env = Env {
+            ctx: &mut self.ctx,
+            agents: &self.agents,
+            config: &self.config,
+        };
+        let finished = match input {
+            Input::HostReply { .. } => None,
+            Input::Cancel => self
+                .invocation
+                .cancel("the authorization was cancelled", &mut env)
+                .map(|r| renamed(r, codes::CANCELLED, None)),
+            input => match remote::route_exchange_input(input, &mut env) {
+                Routed::Settled => None,
+                Routed::Items { op, items, .. } => self.invocation.on_items(op, items, &mut env),
+                Routed::Failed { op, error, .. } => {
+                    let result = self.invocation.on_transport_failed(op, error, &mut env);
+                    remote::forget_exchange(op, env.ctx);
+                    result
                 }
-            }
-        }
+            },
+        };
+        self.collect(finished);
         Ok(())
     }
 
     /// The clock reached [`Authorization::poll_timeout`] (or later).
     pub fn handle_timeout(&mut self, now: Timestamp) -> Result<(), ApiMisuse> {
-        self.link.advance(now)?;
-        if let Some((op, at)) = self.cleanup {
-            if at <= now {
-                self.cleanup = None;
-                if self.link.forget(op) {
-                    self.outputs
-                        .push_back(AuthorizationOutput::AbortTransmit { op });
+        self.advance(now)?;
+        while let Some(key) = self.ctx.pop_due(now) {
+            let mut env = Env {
+                ctx: &mut self.ctx,
+                agents: &self.agents,
+                config: &self.config,
+            };
+            let finished = match key {
+                TimerKey::TaskDeadline(_) => {
+                    let message = format!(
+                        "authorization budget of {}s expired (send and waiting)",
+                        self.config.task_budget.as_secs_f64()
+                    );
+                    self.invocation
+                        .on_deadline(&mut env)
+                        .map(|r| renamed(r, codes::TIMEOUT, Some(message)))
                 }
-            }
-        }
-        if due(self.deadline, now) {
-            let failure = ExtensionFailure::new(
-                codes::TIMEOUT,
-                format!(
-                    "authorization budget of {}s expired (send and waiting)",
-                    self.link.config.send_budget.as_secs_f64()
-                ),
-            );
-            self.finish(Err(failure));
-        } else if due(self.resend_at, now) {
-            self.resend_at = None;
-            let (request, extensions) = &*self.sent;
-            let left = self
-                .deadline
-                .map(|d| d.saturating_duration_since(self.link.now));
-            let call = A2aCall::SendMessage(request);
-            match self.link.open(&call, OpPurpose::Send, extensions, left) {
-                Ok(req) => {
-                    self.phase = AuthPhase::Exchanging(req.op);
-                    self.exchange_kind = CallKind::SendMessage;
-                    self.exchange_events = 0;
-                    self.outputs.push_back(AuthorizationOutput::Transmit(req));
+                TimerKey::Poll(_) => self.invocation.on_poll_timer(&mut env),
+                TimerKey::Retry(_) => self.invocation.on_retry_timer(&mut env),
+                TimerKey::Cleanup(op) => {
+                    env.ctx.abort_op(op);
+                    None
                 }
-                Err(failure) => self.finish(Err(failure)),
-            }
-        } else if due(self.poll_at, now) {
-            self.poll_at = None;
-            if let Some(task_id) = self.link.remote_task_id.clone() {
-                let call = A2aCall::GetTask {
-                    task_id: &task_id,
-                    history_length: self.link.config.history_length,
-                };
-                let left = self
-                    .deadline
-                    .map(|d| d.saturating_duration_since(self.link.now));
-                match self.link.open(&call, OpPurpose::Poll, &[], left) {
-                    Ok(req) => {
-                        self.phase = AuthPhase::Exchanging(req.op);
-                        self.exchange_kind = CallKind::GetTask;
-                        self.exchange_events = 0;
-                        self.outputs.push_back(AuthorizationOutput::Transmit(req));
-                    }
-                    Err(failure) => self.finish(Err(failure)),
-                }
-            }
+                TimerKey::Route(..) => None,
+            };
+            self.collect(finished);
         }
         Ok(())
     }
 
-    fn on_items(&mut self, op: OpId, items: Vec<ResponseItem>) {
-        if self.cleanup.is_some_and(|c| c.0 == op) {
-            if items.iter().any(|i| matches!(i, ResponseItem::End { .. })) {
-                self.cleanup = None;
+    fn advance(&mut self, now: Timestamp) -> Result<(), ApiMisuse> {
+        if now < self.ctx.now {
+            return Err(ApiMisuse::TimeWentBackwards {
+                last: self.ctx.now,
+                now,
+            });
+        }
+        self.ctx.now = now;
+        Ok(())
+    }
+
+    /// Moves what the shared machinery asked for into this machine's outputs, and the result
+    /// once it is decided.
+    fn collect(&mut self, finished: Option<TaskExecutionResult>) {
+        while let Some(output) = self.ctx.outputs.pop_front() {
+            match output {
+                Output::Transmit(request) => {
+                    self.outputs
+                        .push_back(AuthorizationOutput::Transmit(request));
+                }
+                Output::AbortTransmit { op } => {
+                    self.outputs
+                        .push_back(AuthorizationOutput::AbortTransmit { op });
+                }
+                // No host is asked anything and no event is selected: an authorization's
+                // outcome goes to its caller only.
+                Output::CallHost { .. }
+                | Output::AbandonHostCall { .. }
+                | Output::Event(_)
+                | Output::Finished(_) => {}
             }
+        }
+        let Some(finished) = finished else {
             return;
-        }
-        if self.phase != AuthPhase::Exchanging(op) {
-            return;
-        }
-        for item in items {
-            let step = match item {
-                ResponseItem::Event(event) => {
-                    self.exchange_events += 1;
-                    self.on_event(&event)
-                }
-                ResponseItem::Rejected(e) => {
-                    let failure = protocol_failure(&e);
-                    return self.recover(op, Fault::Rejected(e), failure);
-                }
-                ResponseItem::Malformed(e) => {
-                    let failure = protocol_failure(&e);
-                    return self.recover(op, Fault::Malformed(e), failure);
-                }
-                ResponseItem::End { events } => Some(self.on_end(events)),
-            };
-            if let Some(step) = step {
-                match step {
-                    Ok(None) => {}
-                    Ok(Some(())) => self.finish(Ok(())),
-                    Err(f) => self.finish(Err(f)),
-                }
-                return;
-            }
-        }
-    }
-
-    /// `Some(Ok(Some(())))` = success, `Some(Err)` = failure, `None` = keep reading.
-    fn on_event(&mut self, event: &StreamResponse) -> Option<Result<Option<()>, ExtensionFailure>> {
-        if let Err(f) = self.link.check_identity(event) {
-            return Some(Err(f));
-        }
-        self.acc.apply(event);
-        if let StreamResponse::Message(_) = event {
-            return Some(Ok(Some(())));
-        }
-        let state = state_of(event)?;
-        self.last_state = Some(state);
-        self.attempts.observed();
-        match state {
-            TaskState::Submitted | TaskState::Working => None,
-            TaskState::Completed => Some(Ok(Some(()))),
-            TaskState::Failed | TaskState::Canceled | TaskState::Rejected => {
-                Some(Err(remote_state_failure(state)))
-            }
-            _ => Some(Err(ExtensionFailure::new(
-                host::codes::UNSUPPORTED_TASK_STATE,
-                format!(
-                    "Unsupported remote task state {} for an authorization",
-                    state.as_str()
-                ),
-            ))),
-        }
-    }
-
-    fn on_end(&mut self, events: usize) -> Result<Option<()>, ExtensionFailure> {
-        if events == 0 {
-            return Err(ExtensionFailure::new(
-                host::codes::EMPTY_STREAM,
-                "the agent closed the response before any A2A event",
-            ));
-        }
-        match self.last_state {
-            Some(s) if s.is_active() && self.link.remote_task_id.is_some() => {
-                self.phase = AuthPhase::Waiting;
-                self.poll_at = Some(self.link.now.saturating_add(self.link.config.poll_interval));
-                Ok(None)
-            }
-            _ => Err(ExtensionFailure::new(
-                host::codes::EMPTY_STREAM,
-                "the response ended without a task state or message",
-            )),
-        }
-    }
-
-    /// A fault on the open exchange: retried by the retry rules when they allow it, else the
-    /// authorization fails with `failure` (what the fault gives without a retry policy). A
-    /// send whose outcome is unknown (bytes sent, no task id) is not looked up: it fails.
-    fn recover(&mut self, op: OpId, fault: Fault, failure: ExtensionFailure) {
-        let exchange = FailedExchange {
-            sending: self.exchange_kind == CallKind::SendMessage,
-            untouched: self.exchange_events == 0,
-            task_known: self.link.remote_task_id.is_some(),
-            looking_up: false,
         };
-        let recovery = retry::recovery_for(&fault, &exchange);
-        let (Some(deadline), Some(recovery @ (Recovery::Resend | Recovery::Observe))) =
-            (self.deadline, recovery)
-        else {
-            return self.finish(Err(failure));
-        };
-        let attempt = RetryAttempt {
-            exchange: self.exchange_kind.method_name(),
-            action: if recovery == Recovery::Resend {
-                "resend"
-            } else {
-                "get_task"
-            },
-            now: self.link.now,
-            deadline,
-        };
-        let ids = &mut self.link.ids;
-        let policy = &self.link.config.retry;
-        let Some(delay) = self
-            .attempts
-            .next(policy, &fault, &attempt, || ids.next_u64())
-        else {
-            return self.finish(Err(failure));
-        };
-        if self.link.forget(op) {
-            self.outputs
-                .push_back(AuthorizationOutput::AbortTransmit { op });
-        }
-        let at = self.link.now.saturating_add(delay);
-        self.phase = AuthPhase::Waiting;
-        if recovery == Recovery::Resend {
-            self.resend_at = Some(at);
-        } else {
-            self.poll_at = Some(at);
-        }
-    }
-
-    fn finish(&mut self, outcome: Result<(), ExtensionFailure>) {
-        if self.phase == AuthPhase::Done {
-            return;
-        }
-        if let AuthPhase::Exchanging(op) = self.phase {
-            if self.link.forget(op) {
-                self.outputs
-                    .push_back(AuthorizationOutput::AbortTransmit { op });
-            }
-        }
-        self.phase = AuthPhase::Done;
-        self.deadline = None;
-        self.poll_at = None;
-        self.resend_at = None;
-        let terminal = self.last_state.is_some_and(TaskState::is_terminal);
-        if let (Some(task_id), false, true) =
-            (self.link.remote_task_id.clone(), terminal, outcome.is_err())
-        {
-            let budget = self.link.config.cancel_budget;
-            let cancel = A2aCall::CancelTask { task_id: &task_id };
-            if let Ok(req) = self
-                .link
-                .open(&cancel, OpPurpose::Cancel, &[], Some(budget))
-            {
-                let at = self.link.now.saturating_add(budget);
-                self.cleanup = Some((req.op, at));
-                self.outputs.push_back(AuthorizationOutput::Transmit(req));
-            }
-        }
-        let mut failure = outcome.err();
-        if let Some(f) = failure.as_mut() {
-            self.attempts.attach_to(&mut f.details);
-        }
         let result = AuthorizationResult {
-            agent_name: self.link.agent.card.name.clone(),
-            success: failure.is_none(),
-            task_state: self.last_state,
-            task_id: self.link.remote_task_id.clone(),
-            context_id: self.link.context_id.clone(),
-            received_messages: self.acc.received_messages(),
-            text: self.acc.text(),
-            failure_code: failure.as_ref().map(|f| f.code.clone()),
-            failure_message: failure.as_ref().map(|f| f.message.clone()),
-            failure_details: failure.and_then(|f| f.details),
+            agent_name: finished.agent_name,
+            success: finished.status == TaskStatus::Success,
+            task_state: self.invocation.last_state(),
+            task_id: finished.remote_task_id,
+            context_id: self.invocation.context_id().to_owned(),
+            received_messages: finished.received_messages,
+            text: self.invocation.text(),
+            failure_code: finished.error_code,
+            failure_message: finished.error,
+            failure_details: finished.error_details,
         };
         self.result = Some(result.clone());
         self.outputs
             .push_back(AuthorizationOutput::Finished(Box::new(result)));
     }
+}
+
+/// The shared machinery's timeout or cancellation under the authorization's own code.
+fn renamed(
+    mut result: TaskExecutionResult,
+    code: &str,
+    message: Option<String>,
+) -> TaskExecutionResult {
+    result.error_code = Some(code.to_owned());
+    if let Some(message) = message {
+        result.error = Some(message);
+    }
+    result
 }
 
 // ----- Notification-T -----
@@ -985,7 +882,9 @@ pub struct Notification {
     ack_at: Option<Timestamp>,
     last_state: Option<TaskState>,
     reattach_at: Option<Timestamp>,
-    attempts: u32,
+    /// Reattachments since a stream last delivered an event, and every decision (reported in
+    /// the failure details when they are used up).
+    attempts: Attempts,
     notice_pending: bool,
     outputs: VecDeque<NotificationOutput>,
     end: Option<SubscriptionEnd>,
@@ -1030,7 +929,7 @@ impl Notification {
             ack_at: Some(ack_at),
             last_state: None,
             reattach_at: None,
-            attempts: 0,
+            attempts: Attempts::default(),
             notice_pending: false,
             outputs: VecDeque::from([NotificationOutput::Transmit(req)]),
             end: None,
@@ -1102,7 +1001,7 @@ impl Notification {
                 if self.op == Some(op) {
                     self.op = None;
                     if self.can_reattach() {
-                        self.schedule_reattach();
+                        self.schedule_reattach(Fault::Transport(error.kind));
                     } else {
                         let failure = transport_failure(&self.link.agent.card.name, &error);
                         self.fail(failure);
@@ -1176,8 +1075,8 @@ impl Notification {
         self.link.check_identity(event)?;
         if self.notice_pending {
             self.notice_pending = false;
-            let attempt = self.attempts;
-            self.attempts = 0;
+            let attempt = self.attempts.consecutive();
+            self.attempts.observed();
             self.outputs.push_back(NotificationOutput::Reattached {
                 attempt,
                 task_id: self.link.remote_task_id.clone().unwrap_or_default(),
@@ -1238,7 +1137,7 @@ impl Notification {
 
     fn on_stream_end(&mut self, events: usize) {
         if self.can_reattach() {
-            self.schedule_reattach();
+            self.schedule_reattach(Fault::EndedEarly);
             return;
         }
         if self.ack == Ack::Pending {
@@ -1260,26 +1159,40 @@ impl Notification {
         self.finish(SubscriptionEnd::Completed, None);
     }
 
-    fn schedule_reattach(&mut self) {
-        if self.attempts >= self.link.config.max_reattach_attempts {
-            let failure = ExtensionFailure::new(
+    /// Arms the next `SubscribeToTask` after the backoff of the reattach policy, or fails the
+    /// subscription when the attempts in a row are used up.
+    fn schedule_reattach(&mut self, fault: Fault) {
+        let attempt = RetryAttempt {
+            exchange: if self.first_stream {
+                CallKind::SendStreamingMessage.method_name()
+            } else {
+                CallKind::SubscribeToTask.method_name()
+            },
+            action: "resubscribe",
+            now: self.link.now,
+            // A subscription has no budget: only the attempts in a row bound it.
+            deadline: Timestamp(u64::MAX),
+        };
+        let ids = &mut self.link.ids;
+        let policy = &self.link.config.reattach;
+        let Some(delay) = self
+            .attempts
+            .next(policy, &fault, &attempt, || ids.next_u64())
+        else {
+            let mut failure = ExtensionFailure::new(
                 codes::REATTACH_EXHAUSTED,
                 format!(
                     "the stream of task {} ended {} times in a row without an event",
                     self.link.remote_task_id.as_deref().unwrap_or("?"),
-                    self.attempts + 1
+                    self.attempts.consecutive() + 1
                 ),
             );
+            self.attempts.attach_to(&mut failure.details);
             self.fail(failure);
             return;
-        }
-        self.attempts += 1;
+        };
         self.notice_pending = false;
-        self.reattach_at = Some(
-            self.link
-                .now
-                .saturating_add(self.link.config.reattach_delay),
-        );
+        self.reattach_at = Some(self.link.now.saturating_add(delay));
     }
 
     fn fail(&mut self, failure: ExtensionFailure) {
@@ -1352,8 +1265,11 @@ mod tests {
             poll_interval: Duration::from_millis(100),
             cancel_budget: Duration::from_secs(1),
             ack_timeout: Duration::from_secs(5),
-            max_reattach_attempts: 2,
-            reattach_delay: Duration::from_millis(50),
+            reattach: RetryPolicy {
+                attempts: 2,
+                base_delay: Duration::from_millis(50),
+                max_delay: Duration::from_millis(50),
+            },
             ..ExtensionConfig::default()
         }
     }
@@ -1980,28 +1896,83 @@ mod tests {
         assert!(a.result().is_none());
     }
 
-    #[test]
-    fn an_unknown_outcome_send_is_not_resent() {
-        // Bytes went out and the connection broke: the agent may have the message. Without a
-        // task id there is nothing to observe, so the authorization fails instead of resending.
-        let (mut a, req) = start_auth(false);
-        a.handle(
-            Input::TransportFailed {
-                op: req.op,
-                error: TransportError {
-                    kind: TransportErrorKind::Io,
-                    message: "reset".into(),
-                },
+    /// Breaks the send after its bytes went out: the agent may have the message.
+    fn lost_answer(a: &mut Authorization, req: &HttpRequest) -> HttpRequest {
+        let lost = Input::TransportFailed {
+            op: req.op,
+            error: TransportError {
+                kind: TransportErrorKind::Io,
+                message: "reset".into(),
             },
-            ms(1),
-        )
-        .unwrap();
-        let outs = drain_auth(&mut a);
-        assert_eq!(
-            finished(&outs).failure_code.as_deref(),
-            Some(host::codes::REMOTE_NO_RESPONSE)
+        };
+        a.handle(lost, ms(1)).unwrap();
+        let outs = drain_auth(a);
+        assert!(
+            transmitted_auth(&outs).is_empty(),
+            "nothing goes before the backoff"
         );
-        assert!(transmitted_auth(&outs).is_empty());
+        assert!(a.result().is_none());
+        let at = a.poll_timeout().expect("a backoff before the lookup");
+        a.handle_timeout(at).unwrap();
+        let lookup = transmitted_auth(&drain_auth(a));
+        assert_eq!(lookup.len(), 1);
+        let lookup = lookup[0].clone();
+        assert_eq!(body(&lookup)["method"], "ListTasks", "never a resend");
+        assert_eq!(
+            body(&lookup)["params"]["contextId"],
+            a.context_id(),
+            "looked up by the authorization's own context"
+        );
+        lookup
+    }
+
+    #[test]
+    fn an_unknown_outcome_send_is_looked_up_by_its_context_and_followed() {
+        let (mut a, req) = start_auth(false);
+        let lookup = lost_answer(&mut a, &req);
+        let ctx = a.context_id().to_owned();
+        let now = a.poll_timeout().unwrap_or(ms(10)).max(ms(10));
+        let tasks = json!({"tasks": [
+            {"id": "other", "contextId": "someone-else", "status": {"state": "TASK_STATE_WORKING"}},
+            {"id": "t1", "contextId": ctx, "status": {"state": "TASK_STATE_WORKING"}},
+        ]});
+        feed_auth(&mut a, unary(&lookup, tasks), now);
+        let get = transmitted_auth(&drain_auth(&mut a));
+        assert_eq!(get.len(), 1);
+        assert_eq!(body(&get[0])["method"], "GetTask");
+        assert_eq!(
+            body(&get[0])["params"]["id"],
+            "t1",
+            "the task in our context"
+        );
+        feed_auth(
+            &mut a,
+            unary(
+                &get[0],
+                task("t1", &ctx, "TASK_STATE_COMPLETED")["task"].clone(),
+            ),
+            now,
+        );
+        let r = finished(&drain_auth(&mut a));
+        assert!(r.success, "{r:?}");
+        assert_eq!(r.task_id.as_deref(), Some("t1"));
+    }
+
+    #[test]
+    fn an_unknown_outcome_send_not_found_fails_with_its_own_fault_and_is_not_resent() {
+        let (mut a, req) = start_auth(false);
+        let lookup = lost_answer(&mut a, &req);
+        let now = a.poll_timeout().unwrap_or(ms(10)).max(ms(10));
+        feed_auth(&mut a, unary(&lookup, json!({"tasks": []})), now);
+        let outs = drain_auth(&mut a);
+        assert!(transmitted_auth(&outs).is_empty(), "no resend, no cleanup");
+        let r = finished(&outs);
+        assert_eq!(
+            r.failure_code.as_deref(),
+            Some(host::codes::REMOTE_NO_RESPONSE),
+            "the send's own fault, not the lookup's"
+        );
+        assert!(a.is_done());
     }
 
     #[test]
@@ -2324,8 +2295,10 @@ mod tests {
         )
         .unwrap();
         assert!(drain_noti(&mut n).is_empty());
-        assert_eq!(n.poll_timeout(), Some(ms(60)));
-        n.handle_timeout(ms(60)).unwrap();
+        // The reattach policy's jittered backoff: between half and all of its 50 ms delay.
+        let at = n.poll_timeout().expect("a reattach is armed");
+        assert!((ms(35)..=ms(60)).contains(&at), "{at:?}");
+        n.handle_timeout(at).unwrap();
         let sub = transmitted_noti(&drain_noti(&mut n)).remove(0);
         assert_eq!(sub.purpose, OpPurpose::Resubscribe);
         assert!(sub.streaming);
@@ -2350,8 +2323,9 @@ mod tests {
         assert!(matches!(outs[1], NotificationOutput::Delivered(_)));
         // The stream ends normally while the task is still WORKING: reattach again.
         feed_noti(&mut n, vec![Input::ResponseEnd { op: sub.op }], ms(70));
-        assert_eq!(n.poll_timeout(), Some(ms(120)));
-        n.handle_timeout(ms(120)).unwrap();
+        let at = n.poll_timeout().expect("a reattach is armed again");
+        assert!((ms(95)..=ms(120)).contains(&at), "{at:?}");
+        n.handle_timeout(at).unwrap();
         let again = transmitted_noti(&drain_noti(&mut n));
         assert_eq!(again.len(), 1);
         // Every exchange has its own id, so a late chunk of a dropped stream is never taken
@@ -2381,23 +2355,30 @@ mod tests {
             ms(1),
         );
         drain_noti(&mut n);
-        let mut now = 1;
         for _ in 0..2 {
-            now += 50;
-            n.handle_timeout(ms(now)).unwrap();
+            let now = n.poll_timeout().expect("a reattach is armed");
+            n.handle_timeout(now).unwrap();
             let sub = transmitted_noti(&drain_noti(&mut n)).remove(0);
             // Each attempt's stream ends without any event.
             feed_noti(
                 &mut n,
                 vec![sse_head(&sub), Input::ResponseEnd { op: sub.op }],
-                ms(now),
+                now,
             );
         }
         let outs = drain_noti(&mut n);
-        assert!(
-            matches!(outs.last(), Some(NotificationOutput::Ended(SubscriptionEnd::Failed(f))) if f.code == codes::REATTACH_EXHAUSTED),
-            "{outs:?}"
-        );
+        let Some(NotificationOutput::Ended(SubscriptionEnd::Failed(f))) = outs.last() else {
+            panic!("{outs:?}");
+        };
+        assert_eq!(f.code, codes::REATTACH_EXHAUSTED);
+        // Every decision is in the details: two reattachments, then giving up.
+        let attempts = f.details.as_ref().unwrap()["attempts"].as_array().unwrap();
+        let next: Vec<&str> = attempts
+            .iter()
+            .map(|a| a["next"].as_str().unwrap())
+            .collect();
+        assert_eq!(next, ["resubscribe", "resubscribe", "give_up"]);
+        assert!(attempts.iter().all(|a| a["fault"] == "stream_ended"));
         assert!(
             !outs
                 .iter()

@@ -56,7 +56,7 @@ use crate::host::{
     NegotiationReply, NegotiationRequest, TaskExecutionResult, TaskRequest, TaskStatus, codes,
 };
 use crate::ids::{CallId, OpId, TaskKey};
-use crate::io::{Correlation, OpPurpose, Output, TransportError};
+use crate::io::{Correlation, Input, OpPurpose, Output, TransportError};
 use crate::machine::{CallOwner, Ctx, OpEntry, TimerKey, emit};
 use crate::retry::{self, Attempts, FailedExchange, Fault, Recovery, RetryAttempt};
 use crate::time::Timestamp;
@@ -139,6 +139,8 @@ pub(crate) struct Invocation {
     last_state: Option<TaskState>,
     original: Option<MessageContent>,
     deadline: Timestamp,
+    /// Driven outside a workflow: no host is asked anything after the content.
+    standalone: bool,
     negotiation_active: bool,
     exchanges: Vec<Exchange>,
     /// Follow-ups the host sent on plain INPUT_REQUIRED states.
@@ -164,24 +166,48 @@ pub(crate) struct Invocation {
 impl Invocation {
     /// Starts the activation: asks the host for content and arms the budget.
     pub fn start(key: TaskKey, request: TaskRequest, env: &mut Env<'_>) -> Self {
-        let context_id = env.ctx.ids.next_uuid();
-        let deadline = env.ctx.now.saturating_add(env.config.task_budget);
-        env.ctx.set_timer(TimerKey::TaskDeadline(key), deadline);
+        let mut invocation = Invocation::new(key, request, false, env);
         let call = env.ctx.new_call(CallOwner::Invocation(key));
         env.ctx.push(Output::CallHost {
             call,
-            request: HostRequest::Task(request.clone()),
+            request: HostRequest::Task(invocation.request.clone()),
         });
+        invocation.phase = Phase::Composing(call);
+        invocation
+    }
+
+    /// Starts an activation driven outside a workflow, whose content is already known: it is
+    /// sent at once, and no host is asked anything later (Negotiation-T never activates, a
+    /// plain `INPUT_REQUIRED` is unsupported). Budget, polling, retries and cleanup follow the
+    /// same rules as a workflow subtask. The result is `Some` when the content is refused.
+    pub fn start_sending(
+        key: TaskKey,
+        request: TaskRequest,
+        content: MessageContent,
+        env: &mut Env<'_>,
+    ) -> (Self, Option<TaskExecutionResult>) {
+        let mut invocation = Invocation::new(key, request, true, env);
+        let step = invocation.on_content(Ok(content), env);
+        let result = invocation.conclude(step, env);
+        (invocation, result)
+    }
+
+    /// A fresh context id and the armed budget; the phase is set by the caller.
+    fn new(key: TaskKey, request: TaskRequest, standalone: bool, env: &mut Env<'_>) -> Self {
+        let context_id = env.ctx.ids.next_uuid();
+        let deadline = env.ctx.now.saturating_add(env.config.task_budget);
+        env.ctx.set_timer(TimerKey::TaskDeadline(key), deadline);
         Invocation {
             key,
             request,
             context_id,
-            phase: Phase::Composing(call),
+            phase: Phase::Waiting,
             acc: ResponseAccumulator::new(),
             remote_task_id: None,
             last_state: None,
             original: None,
             deadline,
+            standalone,
             negotiation_active: false,
             exchanges: Vec::new(),
             input_replies: 0,
@@ -197,6 +223,21 @@ impl Invocation {
             attempts: Attempts::default(),
             lookup_failure: None,
         }
+    }
+
+    /// The A2A context id of this activation.
+    pub fn context_id(&self) -> &str {
+        &self.context_id
+    }
+
+    /// The last task state the agent reported.
+    pub fn last_state(&self) -> Option<TaskState> {
+        self.last_state
+    }
+
+    /// The text of the assembled answer so far (diagnostics).
+    pub fn text(&self) -> String {
+        self.acc.text()
     }
 
     fn agent<'a>(&self, env: &Env<'a>) -> Option<&'a AgentEntry> {
@@ -456,7 +497,7 @@ impl Invocation {
             ));
         };
         check_content(&content, agent)?;
-        self.negotiation_active = content.activates(a2at::NEGOTIATION_T_URI);
+        self.negotiation_active = !self.standalone && content.activates(a2at::NEGOTIATION_T_URI);
         let extensions = content.unique_extensions();
         emit!(
             env.ctx,
@@ -848,7 +889,7 @@ impl Invocation {
     // ----- negotiation -----
 
     fn on_input_required(&mut self, env: &mut Env<'_>) -> Step {
-        if !self.negotiation_active && env.config.max_input_replies.is_some() {
+        if !self.negotiation_active && !self.standalone && env.config.max_input_replies.is_some() {
             return self.ask_for_input(env);
         }
         if !self.negotiation_active {
@@ -959,7 +1000,7 @@ impl Invocation {
         let meta = message.metadata.clone().unwrap_or_default();
         let carries = meta.contains_key(a2at::NEGOTIATION_CONTEXT_KEY)
             || a2at::metadata_has_negotiation_key(&meta);
-        if !carries {
+        if !carries || self.standalone {
             return Ok(Some(self.result(TaskStatus::Success, None)));
         }
         if !self.negotiation_active {
@@ -1273,6 +1314,124 @@ impl Invocation {
             let at = env.ctx.now.saturating_add(env.config.cancel_budget);
             env.ctx.set_timer(TimerKey::Cleanup(op), at);
         }
+    }
+}
+
+/// Where one exchange input goes once the exchange's own bookkeeping is done.
+#[derive(Debug)]
+pub(crate) enum Routed {
+    /// Nothing for an owner: an unknown or finished exchange, no decoded item yet, or a
+    /// cleanup or orphan exchange settled here.
+    Settled,
+    /// Items for the invocation that owns the exchange.
+    Items {
+        /// The owner.
+        owner: TaskKey,
+        /// The exchange.
+        op: OpId,
+        /// What its bytes decoded to.
+        items: Vec<ResponseItem>,
+    },
+    /// The owner's exchange failed in transport. The caller lets the owner react, then calls
+    /// [`forget_exchange`].
+    Failed {
+        /// The owner.
+        owner: TaskKey,
+        /// The exchange.
+        op: OpId,
+        /// What went wrong.
+        error: TransportError,
+    },
+}
+
+/// Decodes one exchange input and settles what no invocation needs to see: a `CancelTask`
+/// cleanup only has to end (its answer changes no result, a failed one is best effort), and an
+/// orphan send (its invocation gave up before learning the task id) is only read to cancel the
+/// task it may still create. Shared by every machine that drives remote tasks, so cleanup rules
+/// are written once.
+pub(crate) fn route_exchange_input(input: Input, env: &mut Env<'_>) -> Routed {
+    if let Input::TransportFailed { op, error } = input {
+        let Some(entry) = env.ctx.ops.get(&op) else {
+            return Routed::Settled;
+        };
+        if entry.purpose == OpPurpose::Cancel {
+            forget_exchange(op, env.ctx);
+            return Routed::Settled;
+        }
+        return Routed::Failed {
+            owner: entry.owner,
+            op,
+            error,
+        };
+    }
+    let Some(op) = exchange::response_op(&input) else {
+        return Routed::Settled;
+    };
+    let Some(entry) = env.ctx.ops.get_mut(&op) else {
+        return Routed::Settled;
+    };
+    let items = exchange::decode(&mut entry.decoder, &input);
+    if items.is_empty() {
+        return Routed::Settled;
+    }
+    let (owner, orphan, purpose) = (entry.owner, entry.orphan, entry.purpose);
+    if orphan {
+        on_orphan_items(op, &items, env);
+        return Routed::Settled;
+    }
+    if purpose == OpPurpose::Cancel {
+        if items.iter().any(|i| !matches!(i, ResponseItem::Event(_))) {
+            forget_exchange(op, env.ctx);
+        }
+        return Routed::Settled;
+    }
+    Routed::Items { owner, op, items }
+}
+
+/// The exchange is over, whoever owned it: nothing is left to abort.
+pub(crate) fn forget_exchange(op: OpId, ctx: &mut Ctx) {
+    ctx.ops.remove(&op);
+    ctx.clear_timer(TimerKey::Cleanup(op));
+}
+
+/// A send its invocation gave up on: the first sign of a remote task that is not final gets
+/// that task cancelled; the exchange is then closed.
+fn on_orphan_items(op: OpId, items: &[ResponseItem], env: &mut Env<'_>) {
+    for item in items {
+        let ResponseItem::Event(event) = item else {
+            forget_exchange(op, env.ctx);
+            return;
+        };
+        let (task_id, state) = match event {
+            StreamResponse::Task(t) => (t.id.clone(), Some(t.status.state)),
+            StreamResponse::StatusUpdate(u) => (u.task_id.clone(), Some(u.status.state)),
+            StreamResponse::ArtifactUpdate(u) => (u.task_id.clone(), None),
+            StreamResponse::Message(_) => continue,
+        };
+        let Some(entry) = env.ctx.ops.get(&op) else {
+            return;
+        };
+        let (owner, agent) = (entry.owner, entry.agent.clone());
+        let mut correlation = entry.correlation.clone();
+        env.ctx.abort_op(op);
+        if state.is_some_and(|s| s.is_terminal()) || task_id.trim().is_empty() {
+            return;
+        }
+        correlation.remote_task_id = Some(task_id.clone());
+        let call = A2aCall::CancelTask { task_id: &task_id };
+        if let Some(cancel) = open_exchange(
+            env,
+            owner,
+            &agent,
+            correlation,
+            &call,
+            OpPurpose::Cancel,
+            &[],
+        ) {
+            let at = env.ctx.now.saturating_add(env.config.cancel_budget);
+            env.ctx.set_timer(TimerKey::Cleanup(cancel), at);
+        }
+        return;
     }
 }
 

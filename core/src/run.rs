@@ -29,19 +29,17 @@ use std::sync::Arc;
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
-use crate::a2a::{A2aCall, ResponseItem, StreamResponse};
 use crate::agents::AgentDirectory;
 pub use crate::config::{ConfigError, INVALID_CONFIG, RunConfig};
 use crate::event::EventType;
-use crate::exchange;
 use crate::host::{
     HostReply, HostRequest, RouteDecision, RouteRequest, TaskExecutionResult, TaskRequest,
     TaskResult, TaskStatus, UpstreamStepResult, WorkflowInput, codes,
 };
-use crate::ids::{CallId, IdGenerator, OpId, StepId, TaskKey, name_based_uuid};
-use crate::io::{ApiMisuse, Input, OpPurpose, Output};
+use crate::ids::{CallId, IdGenerator, StepId, TaskKey, name_based_uuid};
+use crate::io::{ApiMisuse, Input, Output};
 use crate::machine::{CallOwner, Ctx, TimerKey, emit};
-use crate::remote::{Env, Invocation, open_exchange};
+use crate::remote::{self, Env, Invocation, Routed};
 use crate::result::{ExecutionResult, RunError, StepReport, StepStatus};
 use crate::time::Timestamp;
 use crate::workflow::{ContextSources, EdgeTarget, StepType, ValidatedWorkflow};
@@ -359,41 +357,8 @@ impl Run {
                     return Err(misuse);
                 }
             }
-            Input::ResponseHead { op, .. }
-            | Input::ResponseBody { op, .. }
-            | Input::ResponseTrailers { op, .. }
-            | Input::ResponseEnd { op } => {
-                let items = match self.ctx.ops.get_mut(&op) {
-                    Some(entry) => exchange::decode(&mut entry.decoder, &input),
-                    None => Vec::new(),
-                };
-                if !items.is_empty() {
-                    self.on_items(op, items);
-                }
-            }
-            Input::TransportFailed { op, error } => {
-                if let Some(entry) = self.ctx.ops.get(&op) {
-                    let owner = entry.owner;
-                    if entry.purpose == OpPurpose::Cancel {
-                        // Best-effort cleanup: a failed CancelTask changes no result.
-                        self.ctx.ops.remove(&op);
-                        self.ctx.clear_timer(TimerKey::Cleanup(op));
-                    } else if let Some(Slot::Remote(inv)) = self.slots.get_mut(&owner) {
-                        let mut env = Env {
-                            ctx: &mut self.ctx,
-                            agents: &self.agents,
-                            config: &self.config,
-                        };
-                        if let Some(result) = inv.on_transport_failed(op, error, &mut env) {
-                            self.task_finished(owner, result);
-                        }
-                    }
-                    // The exchange is over whoever owned it; nothing is left to abort.
-                    self.ctx.ops.remove(&op);
-                    self.ctx.clear_timer(TimerKey::Cleanup(op));
-                }
-            }
             Input::Cancel => self.cancel(),
+            input => self.on_exchange_input(input),
         }
         self.after_input();
         Ok(())
@@ -1183,82 +1148,34 @@ impl Run {
         Ok(())
     }
 
-    fn on_items(&mut self, op: OpId, items: Vec<ResponseItem>) {
-        let Some(entry) = self.ctx.ops.get(&op) else {
-            return;
+    /// A response or transport failure of one exchange: cleanup and orphan exchanges are
+    /// settled by the shared rules, the rest goes to the invocation that owns it.
+    fn on_exchange_input(&mut self, input: Input) {
+        let mut env = Env {
+            ctx: &mut self.ctx,
+            agents: &self.agents,
+            config: &self.config,
         };
-        let owner = entry.owner;
-        if entry.orphan {
-            self.on_orphan_items(op, &items);
-            return;
-        }
-        if entry.purpose == OpPurpose::Cancel {
-            // Cleanup exchanges only need to end; their answer changes nothing.
-            if items.iter().any(|i| !matches!(i, ResponseItem::Event(_))) {
-                self.ctx.ops.remove(&op);
-                self.ctx.clear_timer(TimerKey::Cleanup(op));
-            }
-            return;
-        }
-        match self.slots.get_mut(&owner) {
-            Some(Slot::Remote(inv)) => {
-                let mut env = Env {
-                    ctx: &mut self.ctx,
-                    agents: &self.agents,
-                    config: &self.config,
+        match remote::route_exchange_input(input, &mut env) {
+            Routed::Settled => {}
+            Routed::Items { owner, op, items } => match self.slots.get_mut(&owner) {
+                Some(Slot::Remote(inv)) => {
+                    if let Some(result) = inv.on_items(op, items, &mut env) {
+                        self.task_finished(owner, result);
+                    }
+                }
+                _ => self.ctx.abort_op(op),
+            },
+            Routed::Failed { owner, op, error } => {
+                let result = match self.slots.get_mut(&owner) {
+                    Some(Slot::Remote(inv)) => inv.on_transport_failed(op, error, &mut env),
+                    _ => None,
                 };
-                if let Some(result) = inv.on_items(op, items, &mut env) {
+                if let Some(result) = result {
                     self.task_finished(owner, result);
                 }
+                remote::forget_exchange(op, &mut self.ctx);
             }
-            _ => self.ctx.abort_op(op),
-        }
-    }
-
-    /// A send its invocation gave up on: the first sign of a remote task that is not final gets
-    /// that task cancelled; the exchange is then closed.
-    fn on_orphan_items(&mut self, op: OpId, items: &[ResponseItem]) {
-        for item in items {
-            let ResponseItem::Event(event) = item else {
-                self.ctx.ops.remove(&op);
-                self.ctx.clear_timer(TimerKey::Cleanup(op));
-                return;
-            };
-            let (task_id, state) = match event {
-                StreamResponse::Task(t) => (t.id.clone(), Some(t.status.state)),
-                StreamResponse::StatusUpdate(u) => (u.task_id.clone(), Some(u.status.state)),
-                StreamResponse::ArtifactUpdate(u) => (u.task_id.clone(), None),
-                StreamResponse::Message(_) => continue,
-            };
-            let Some(entry) = self.ctx.ops.get(&op) else {
-                return;
-            };
-            let (owner, agent) = (entry.owner, entry.agent.clone());
-            let mut correlation = entry.correlation.clone();
-            self.ctx.abort_op(op);
-            if state.is_some_and(|s| s.is_terminal()) || task_id.trim().is_empty() {
-                return;
-            }
-            correlation.remote_task_id = Some(task_id.clone());
-            let mut env = Env {
-                ctx: &mut self.ctx,
-                agents: &self.agents,
-                config: &self.config,
-            };
-            let call = A2aCall::CancelTask { task_id: &task_id };
-            if let Some(cancel) = open_exchange(
-                &mut env,
-                owner,
-                &agent,
-                correlation,
-                &call,
-                OpPurpose::Cancel,
-                &[],
-            ) {
-                let at = self.ctx.now.saturating_add(self.config.cancel_budget);
-                self.ctx.set_timer(TimerKey::Cleanup(cancel), at);
-            }
-            return;
         }
     }
 

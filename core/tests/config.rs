@@ -134,14 +134,24 @@ fn extension_settings_are_checked_naming_the_field() {
         set(&mut c);
         assert_eq!(c.validate(), Err(ConfigError::ZeroDuration(name)));
     }
-    let c = ExtensionConfig {
-        reattach_delay: Duration::ZERO,
-        max_reattach_attempts: 0,
+    let never = ExtensionConfig {
+        reattach: RetryPolicy::FAIL_FAST,
         ..ExtensionConfig::default()
     };
+    assert_eq!(never.validate(), Ok(()), "never reattaching is allowed");
+    let tight_loop = ExtensionConfig {
+        reattach: RetryPolicy {
+            attempts: 2,
+            base_delay: Duration::ZERO,
+            max_delay: Duration::ZERO,
+        },
+        ..ExtensionConfig::default()
+    };
+    let err = tight_loop.validate().unwrap_err();
+    assert_eq!(err, ConfigError::Reattach(RetryPolicyError::ZeroBaseDelay));
     assert_eq!(
-        c.validate(),
-        Ok(()),
-        "reattaching at once, or never, is allowed"
+        err.field(),
+        "reattach",
+        "not taken for the send retry policy"
     );
 }

@@ -114,10 +114,10 @@ pub struct ExtensionSenderConfig {
     pub cancel_budget: Duration,
     /// Notification: wait for the first acknowledgement (default 300 s).
     pub ack_timeout: Duration,
-    /// Notification: `SubscribeToTask` attempts in a row (default 3).
-    pub max_reattach_attempts: u32,
-    /// Notification: delay before each `SubscribeToTask` attempt (default 1 s).
-    pub reattach_delay: Duration,
+    /// Notification: how a broken or ended stream of a task that is not final is found again
+    /// with `SubscribeToTask`: attempts in a row and the jittered doubling backoff between
+    /// them (default: 3 attempts, 1 s doubling to 4 s).
+    pub reattach: RetryPolicy,
     /// Authorization: how faults of the network or of an overloaded agent are retried, with
     /// the rules of workflow subtasks (default: five consecutive attempts; built from an
     /// engine, the engine's policy).
@@ -141,8 +141,7 @@ impl Default for ExtensionSenderConfig {
             poll_interval: core.poll_interval,
             cancel_budget: core.cancel_budget,
             ack_timeout: core.ack_timeout,
-            max_reattach_attempts: core.max_reattach_attempts,
-            reattach_delay: core.reattach_delay,
+            reattach: core.reattach,
             retry: core.retry,
             preferred_binding: None,
             max_in_flight_per_agent: 64,
@@ -212,15 +211,9 @@ impl<R: Runtime> ExtensionSenderBuilder<R> {
         self
     }
 
-    /// See [`ExtensionSenderConfig::max_reattach_attempts`].
-    pub fn max_reattach_attempts(mut self, n: u32) -> Self {
-        self.config.max_reattach_attempts = n;
-        self
-    }
-
-    /// See [`ExtensionSenderConfig::reattach_delay`].
-    pub fn reattach_delay(mut self, d: Duration) -> Self {
-        self.config.reattach_delay = d;
+    /// See [`ExtensionSenderConfig::reattach`].
+    pub fn reattach(mut self, policy: RetryPolicy) -> Self {
+        self.config.reattach = policy;
         self
     }
 
@@ -289,8 +282,7 @@ impl<R: Runtime> ExtensionSenderBuilder<R> {
             poll_interval: c.poll_interval,
             cancel_budget: c.cancel_budget,
             ack_timeout: c.ack_timeout,
-            max_reattach_attempts: c.max_reattach_attempts,
-            reattach_delay: c.reattach_delay,
+            reattach: c.reattach,
             retry: c.retry,
             ..ExtensionConfig::default()
         }
@@ -446,8 +438,7 @@ impl<R: Runtime> ExtensionSender<R> {
             poll_interval: c.poll_interval,
             cancel_budget: c.cancel_budget,
             ack_timeout: c.ack_timeout,
-            max_reattach_attempts: c.max_reattach_attempts,
-            reattach_delay: c.reattach_delay,
+            reattach: c.reattach,
             retry: c.retry,
             ..ExtensionConfig::default()
         }

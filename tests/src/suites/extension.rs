@@ -10,6 +10,7 @@ use std::time::Duration;
 
 use crate::loopback::LoopbackServer;
 use crate::{NotifyEvent as E, NotifyScript, Plan, ScriptedAgent, StreamEnding};
+use a2at_core::RetryPolicy;
 use a2at_core::a2a::{ReceivedMessage, TaskState};
 use a2at_core::a2at::{AUTHORIZATION_T_URI, NOTIFICATION_T_URI};
 use a2at_core::host::MessageContent;
@@ -61,7 +62,11 @@ fn sender<T: TestRuntime>(server: &LoopbackServer) -> ExtensionSender<T> {
         .ack_timeout(Duration::from_secs(5))
         .poll_interval(Duration::from_millis(5))
         .send_budget(Duration::from_secs(5))
-        .reattach_delay(Duration::from_millis(10))
+        .reattach(RetryPolicy {
+            attempts: 3,
+            base_delay: Duration::from_millis(10),
+            max_delay: Duration::from_millis(10),
+        })
         .build()
         .expect("sender")
 }
@@ -390,8 +395,11 @@ pub fn reattachment_gives_up_after_the_configured_attempts<T: TestRuntime>() {
             .then_resubscribe(vec![], StreamEnding::Drop);
         let server = LoopbackServer::start(vec![ext_agent("noc").then(Plan::Notify(script))]).await;
         let sender = ExtensionSender::<T>::builder(server.cards())
-            .reattach_delay(Duration::from_millis(5))
-            .max_reattach_attempts(2)
+            .reattach(RetryPolicy {
+                attempts: 2,
+                base_delay: Duration::from_millis(5),
+                max_delay: Duration::from_millis(5),
+            })
             .build()
             .unwrap();
         let sub = sender
