@@ -40,11 +40,15 @@ pub enum EventType {
     AgentResponse,
     /// A task state was observed: `{agent, taskId, state, is_final, message}`.
     AgentStatusUpdate,
-    /// An artifact (delta) arrived: `{agent, taskId, artifact_id, artifact_name, append, last_chunk, artifact}`.
+    /// An artifact (delta) arrived: `{agent, taskId, artifact_id, artifact_name, append,
+    /// last_chunk, text, metadata, artifact}` (`text`: its text parts, one per line).
     AgentArtifactUpdate,
-    /// A bare message arrived: `{agent, role, message}`.
+    /// A bare message arrived: `{agent, role, text, metadata, message}` (`text`: its text parts,
+    /// one per line).
     AgentMessageEvent,
-    /// A valid Propose reached the host: `{agent, step, subtask_index, exchange, round, negotiationId, request}`.
+    /// A valid Propose reached the host: `{agent, step, subtask_index, exchange, request,
+    /// negotiationId, round, maxRounds, mode}` (`request`: the Propose as received; `mode`:
+    /// `pre_task` or `in_task`).
     NegotiationRequest,
     /// A reply passed the checks and is sent: `{agent, step, subtask_index, exchange, reply}`.
     NegotiationResolved,

@@ -497,13 +497,7 @@ fn remote_state_failure(state: TaskState) -> ExtensionFailure {
 }
 
 fn protocol_failure(error: &crate::a2a::ProtocolError) -> ExtensionFailure {
-    ExtensionFailure::new(&error.code, error.message.clone()).with_details(json!({
-        "httpStatus": error.http_status,
-        "rpcCode": error.rpc_code,
-        "reason": error.reason,
-        "details": error.details,
-        "retryAfter": error.retry_after,
-    }))
+    ExtensionFailure::new(&error.code, error.message.clone()).with_details(error.evidence())
 }
 
 fn transport_failure(agent: &str, error: &TransportError) -> ExtensionFailure {

@@ -14,7 +14,8 @@ use core::time::Duration;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
-use crate::a2a::{Part, ReceivedMessage};
+use crate::a2a::assembly::convenience_text;
+use crate::a2a::{Part, ReceivedMessage, RemoteTaskStatus, Task, TaskState};
 use crate::a2at::{self, NegotiationContext, NegotiationContextError, Performative};
 use crate::workflow::BusinessInput;
 
@@ -211,6 +212,100 @@ pub struct TaskExecutionResult {
     /// The A2A context id used for this invocation.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub context_id: Option<String>,
+}
+
+impl TaskExecutionResult {
+    /// The flat view of this subtask's remote send (see [`SendResult`]), derived from
+    /// [`TaskExecutionResult::received_messages`] and the failure fields.
+    pub fn send_result(&self) -> SendResult {
+        SendResult::of(self)
+    }
+}
+
+/// The flat per-send view of a remote subtask: the convenience text, the task as last seen,
+/// its state, the metadata of every level flattened into one map, the failure and the
+/// received messages. `text` and `metadata` are diagnostics: the received messages are the
+/// full response and the only source of outputs.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SendResult {
+    /// The text parts of the artifacts joined with `\n`; else the status message's text; else
+    /// that of the standalone messages.
+    pub text: String,
+    /// The remote task as last seen (id, context, status with its message, artifacts,
+    /// task metadata; no history); `None` when the agent answered with a bare message.
+    #[serde(serialize_with = "task_json")]
+    pub task: Option<Task>,
+    /// The task's last state.
+    #[serde(serialize_with = "state_name")]
+    pub task_state: Option<TaskState>,
+    /// Every metadata level in one map, a later level winning on the same key: task, then
+    /// each artifact in order, then the status message, then each standalone message.
+    pub metadata: Map<String, Value>,
+    /// The stable failure code, when the subtask did not succeed.
+    pub failure_code: Option<String>,
+    /// The failure message, when the subtask did not succeed.
+    pub failure_message: Option<String>,
+    /// The complete response, each metadata level kept apart.
+    pub received_messages: Vec<ReceivedMessage>,
+}
+
+impl SendResult {
+    fn of(result: &TaskExecutionResult) -> SendResult {
+        let received = &result.received_messages;
+        let task_entry = received.iter().rev().find(|m| m.task_state.is_some());
+        let standalone = received.iter().filter(|m| m.task_state.is_none());
+        let mut metadata = Map::new();
+        let mut merge = |level: Option<&Map<String, Value>>| {
+            for (key, value) in level.into_iter().flatten() {
+                metadata.insert(key.clone(), value.clone());
+            }
+        };
+        if let Some(entry) = task_entry {
+            merge(entry.task_metadata.as_ref());
+            for artifact in &entry.artifacts {
+                merge(artifact.metadata.as_ref());
+            }
+            merge(entry.message.as_ref().and_then(|m| m.metadata.as_ref()));
+        }
+        for entry in standalone.clone() {
+            merge(entry.message.as_ref().and_then(|m| m.metadata.as_ref()));
+        }
+        let text = convenience_text(
+            task_entry.map_or(&[][..], |t| &t.artifacts),
+            task_entry.and_then(|t| t.message.as_ref()),
+            standalone.filter_map(|m| m.message.as_ref()),
+        );
+        let task = task_entry.map(|entry| Task {
+            id: entry.task_id.clone().unwrap_or_default(),
+            context_id: entry.context_id.clone(),
+            status: RemoteTaskStatus {
+                state: entry.task_state.unwrap_or(TaskState::Unspecified),
+                message: entry.message.clone(),
+                timestamp: None,
+            },
+            artifacts: entry.artifacts.clone(),
+            history: Vec::new(),
+            metadata: entry.task_metadata.clone(),
+        });
+        SendResult {
+            text,
+            task_state: task_entry.and_then(|t| t.task_state),
+            task,
+            metadata,
+            failure_code: result.error_code.clone(),
+            failure_message: result.error.clone(),
+            received_messages: received.clone(),
+        }
+    }
+}
+
+fn task_json<S: serde::Serializer>(task: &Option<Task>, ser: S) -> Result<S::Ok, S::Error> {
+    task.as_ref().map(Task::to_json).serialize(ser)
+}
+
+fn state_name<S: serde::Serializer>(state: &Option<TaskState>, ser: S) -> Result<S::Ok, S::Error> {
+    state.map(TaskState::as_str).serialize(ser)
 }
 
 /// The local result of an `on_self_task` call.

@@ -42,8 +42,8 @@ use std::collections::BTreeSet;
 use serde_json::{Value, json};
 
 use crate::a2a::{
-    A2aCall, CallKind, Message, ProtocolError, ReceivedMessage, ResponseAccumulator, ResponseItem,
-    Role, SendMessageConfiguration, SendMessageRequest, StreamResponse, TaskState,
+    A2aCall, CallKind, Message, Part, ProtocolError, ReceivedMessage, ResponseAccumulator,
+    ResponseItem, Role, SendMessageConfiguration, SendMessageRequest, StreamResponse, TaskState,
     check_required_extensions,
 };
 use crate::a2at::{self, NegotiationContext, Performative};
@@ -793,13 +793,21 @@ impl Invocation {
                     "artifact_name": u.artifact.name,
                     "append": u.append,
                     "last_chunk": u.last_chunk,
+                    "text": Part::text_of(&u.artifact.parts),
+                    "metadata": u.artifact.metadata,
                     "artifact": u.artifact,
                 }),
             ),
             StreamResponse::Message(m) => emit!(
                 env.ctx,
                 EventType::AgentMessageEvent,
-                json!({ "agent": agent, "role": m.role.as_str(), "message": m }),
+                json!({
+                    "agent": agent,
+                    "role": m.role.as_str(),
+                    "text": Part::text_of(&m.parts),
+                    "metadata": m.metadata,
+                    "message": m,
+                }),
             ),
         }
         Ok(())
@@ -1113,6 +1121,7 @@ impl Invocation {
                 "step": self.request.step_name,
                 "subtask_index": self.request.subtask_index,
                 "exchange": self.exchanges.len() + 1,
+                "request": received,
                 "negotiationId": context.id,
                 "round": context.round,
                 "maxRounds": context.max_rounds,
@@ -1517,13 +1526,7 @@ fn try_open_exchange(
 
 /// The failure an error response gives (without a retry policy).
 fn error_failure(error: &ProtocolError) -> Failure {
-    let details = json!({
-        "httpStatus": error.http_status,
-        "rpcCode": error.rpc_code,
-        "reason": error.reason,
-        "details": error.details,
-        "retryAfter": error.retry_after,
-    });
+    let details = error.evidence();
     Failure::new(&error.code, error.message.clone()).with_details(details)
 }
 

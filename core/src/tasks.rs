@@ -149,13 +149,7 @@ impl TaskError {
     }
 
     fn protocol(e: ProtocolError) -> TaskError {
-        let details = json!({
-            "httpStatus": e.http_status,
-            "rpcCode": e.rpc_code,
-            "reason": e.reason,
-            "details": e.details,
-            "retryAfter": e.retry_after,
-        });
+        let details = e.evidence();
         TaskError {
             code: e.code,
             message: e.message,

@@ -105,6 +105,62 @@ fn error_info_is_found_by_type_then_by_reason() {
 }
 
 #[test]
+fn a_non_2xx_error_keeps_its_response_headers_redacted_and_retry_after_as_retry_after() {
+    let body = json!({"type":"about:blank","title":"Busy","status":503}).to_string();
+    let mut h = head("application/problem+json");
+    h.push(("Retry-After".into(), "12".into()));
+    h.push(("X-Request-Id".into(), "req-7".into()));
+    h.push(("Authorization".into(), "Bearer planted-secret".into()));
+    h.push(("Set-Cookie".into(), "session=planted-cookie".into()));
+    let items = decode_with(
+        Binding::HttpJson,
+        CallKind::SendMessage,
+        "",
+        503,
+        &h,
+        body.as_bytes(),
+        1000,
+    );
+    let e = rejected(&items);
+    let names: Vec<&str> = e.headers.iter().map(|(n, _)| n.as_str()).collect();
+    assert_eq!(
+        names,
+        [
+            "Content-Type",
+            "Retry-After",
+            "X-Request-Id",
+            "Authorization",
+            "Set-Cookie"
+        ],
+        "every header kept, in order, named as sent"
+    );
+    let evidence = e.evidence();
+    assert_eq!(evidence["retryAfter"], "12");
+    assert_eq!(evidence["httpStatus"], 503);
+    assert_eq!(evidence["headers"]["x-request-id"], "req-7");
+    let shown = evidence.to_string();
+    assert!(!shown.contains("planted-secret"), "{shown}");
+    assert!(!shown.contains("planted-cookie"), "{shown}");
+
+    // An error inside a 2xx JSON-RPC body: the HTTP layer said nothing wrong, no headers kept.
+    let body =
+        json!({"jsonrpc":"2.0","id":"1","error":{"code":-32001,"message":"gone"}}).to_string();
+    let items = decode_with(
+        Binding::JsonRpc,
+        CallKind::GetTask,
+        "1",
+        200,
+        &h,
+        body.as_bytes(),
+        1000,
+    );
+    let e = rejected(&items);
+    assert_eq!(e.code, "a2a.task_not_found");
+    assert!(e.headers.is_empty());
+    assert_eq!(e.evidence()["headers"], json!({}));
+}
+
+#[test]
 fn non_2xx_shapes_problem_legacy_plain_and_retry_after() {
     let body = json!({"type":"about:blank","title":"Too many","status":429,"detail":"slow down"})
         .to_string();

@@ -1186,7 +1186,11 @@ fn trailers_only_and_plain_http_errors_are_rejected() {
         CallKind::SendMessage,
         (
             503,
-            trailers(&[("content-type", "text/plain"), ("Retry-After", "7")]),
+            trailers(&[
+                ("content-type", "text/plain"),
+                ("Retry-After", "7"),
+                ("x-api-key", "planted-secret"),
+            ]),
         ),
         b"upstream connect error",
         None,
@@ -1197,6 +1201,10 @@ fn trailers_only_and_plain_http_errors_are_rejected() {
             assert_eq!(e.http_status, Some(503));
             assert_eq!(e.message, "upstream connect error");
             assert_eq!(e.retry_after.as_deref(), Some("7"));
+            // The gateway's headers are evidence, its secrets are not.
+            assert_eq!(e.headers.len(), 3);
+            assert_eq!(e.evidence()["headers"]["retry-after"], "7");
+            assert!(!format!("{:?}", e.evidence()).contains("planted-secret"));
         }
         other => panic!("{other:?}"),
     }

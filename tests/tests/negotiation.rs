@@ -197,7 +197,13 @@ fn ng3_ng4_a_pre_task_propose_is_answered_on_the_same_context_without_a_task_id(
         reply["metadata"]["negotiationContext"]["performative"],
         "ACCEPT"
     );
-    assert_eq!(out.events("negotiation_request")[0]["mode"], "pre_task");
+    let request = out.events("negotiation_request")[0];
+    assert_eq!(request["mode"], "pre_task");
+    assert_eq!(request["exchange"], 1);
+    // The event carries what the agent asked: its Propose, as received.
+    let propose = &request["request"]["message"]["metadata"]["negotiationContext"];
+    assert_eq!(propose["performative"], "PROPOSE", "{request}");
+    assert_eq!(propose["round"].as_f64(), Some(1.0));
 }
 
 #[test]

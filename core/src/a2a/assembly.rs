@@ -285,22 +285,36 @@ impl ResponseAccumulator {
             .collect()
     }
 
-    /// The text convenience: the text parts of the assembled artifacts joined with `\n`;
-    /// else the text of the latest status message; else that of the standalone messages.
+    /// The text convenience: see [`convenience_text`].
     pub fn text(&self) -> String {
-        fn texts<'a>(parts: impl Iterator<Item = &'a super::types::Part>) -> Vec<&'a str> {
-            parts.filter_map(|p| p.as_text()).collect()
-        }
-        let a = texts(self.artifacts.iter().flat_map(|a| a.parts.iter()));
-        if !a.is_empty() {
-            return a.join("\n");
-        }
-        if let Some(m) = &self.status_message {
-            let s = texts(m.parts.iter());
-            if !s.is_empty() {
-                return s.join("\n");
-            }
-        }
-        texts(self.messages.iter().flat_map(|m| m.parts.iter())).join("\n")
+        convenience_text(
+            &self.artifacts,
+            self.status_message.as_ref(),
+            self.messages.iter(),
+        )
     }
+}
+
+/// The text convenience of one response: the text parts of the artifacts joined with `\n`;
+/// else the text of the status message; else that of the standalone messages. A diagnostic
+/// only: it never stands in for the full response.
+pub fn convenience_text<'a>(
+    artifacts: &[Artifact],
+    status_message: Option<&Message>,
+    messages: impl Iterator<Item = &'a Message>,
+) -> String {
+    fn texts<'a>(parts: impl Iterator<Item = &'a super::types::Part>) -> Vec<&'a str> {
+        parts.filter_map(|p| p.as_text()).collect()
+    }
+    let a = texts(artifacts.iter().flat_map(|a| a.parts.iter()));
+    if !a.is_empty() {
+        return a.join("\n");
+    }
+    if let Some(m) = status_message {
+        let s = texts(m.parts.iter());
+        if !s.is_empty() {
+            return s.join("\n");
+        }
+    }
+    texts(messages.flat_map(|m| m.parts.iter())).join("\n")
 }

@@ -761,6 +761,10 @@ impl ResponseDecoder {
         }
         self.status = Some(status);
         self.head.status = Some(status);
+        // Kept only where the HTTP layer reports an error: every success would pay for them.
+        if !(200..300).contains(&status) {
+            self.head.headers = error::redacted_headers(headers);
+        }
         for (k, v) in headers {
             if k.eq_ignore_ascii_case("content-type") {
                 let media = v

@@ -50,6 +50,9 @@ pub struct ProtocolError {
     pub details: Value,
     /// The `Retry-After` response header, verbatim.
     pub retry_after: Option<String>,
+    /// The headers of a non-2xx response, in order, with secret values redacted (empty for
+    /// an error carried in a 2xx body, and for local failures).
+    pub headers: Vec<(String, String)>,
 }
 
 impl ProtocolError {
@@ -64,7 +67,27 @@ impl ProtocolError {
             status: None,
             details: Value::Null,
             retry_after: None,
+            headers: Vec::new(),
         }
+    }
+
+    /// The structured evidence of the error as failure details: HTTP status, JSON-RPC code,
+    /// reason, the envelope's details, `Retry-After` as `retryAfter` and the redacted response
+    /// headers as an object (a repeated header keeps its last value).
+    pub fn evidence(&self) -> Value {
+        let headers: Map<String, Value> = self
+            .headers
+            .iter()
+            .map(|(name, value)| (name.to_ascii_lowercase(), Value::String(value.clone())))
+            .collect();
+        serde_json::json!({
+            "httpStatus": self.http_status,
+            "rpcCode": self.rpc_code,
+            "reason": self.reason,
+            "details": self.details,
+            "retryAfter": self.retry_after,
+            "headers": headers,
+        })
     }
 }
 
@@ -148,12 +171,22 @@ pub(crate) struct Head {
     pub status: Option<u16>,
     /// `Retry-After`, verbatim.
     pub retry_after: Option<String>,
+    /// The headers of a non-2xx response, secret values redacted.
+    pub headers: Vec<(String, String)>,
 }
 
 impl Head {
     fn non_2xx(&self) -> Option<u16> {
         self.status.filter(|s| !(200..300).contains(s))
     }
+}
+
+/// Response headers as kept in an error: names as sent, secret values masked.
+pub(crate) fn redacted_headers(headers: &[(String, String)]) -> Vec<(String, String)> {
+    headers
+        .iter()
+        .map(|(name, value)| (name.clone(), crate::redact::redact_header(name, value)))
+        .collect()
 }
 
 fn message_of(v: Option<&Value>) -> String {
@@ -200,6 +233,7 @@ pub(crate) fn from_jsonrpc_error(err: &Map<String, Value>, head: &Head) -> Proto
         status: None,
         details: redacted(data),
         retry_after: head.retry_after.clone(),
+        headers: head.headers.clone(),
     }
 }
 
@@ -227,6 +261,7 @@ pub(crate) fn from_rest_error(err: &Map<String, Value>, head: &Head) -> Protocol
         status: err.get("status").and_then(Value::as_str).map(str::to_owned),
         details: redacted(details),
         retry_after: head.retry_after.clone(),
+        headers: head.headers.clone(),
     }
 }
 
@@ -253,6 +288,7 @@ fn from_problem(p: &Map<String, Value>, head: &Head) -> ProtocolError {
         status: None,
         details: redacted(Some(&Value::Object(p.clone()))),
         retry_after: head.retry_after.clone(),
+        headers: head.headers.clone(),
     }
 }
 
@@ -309,6 +345,7 @@ pub(crate) fn find_error(
                 status: None,
                 details: redacted(Some(body)),
                 retry_after: head.retry_after.clone(),
+                headers: head.headers.clone(),
             })
         }
         _ => {
@@ -336,6 +373,7 @@ pub(crate) fn from_http_status(status: u16, body: &[u8], head: &Head) -> Protoco
         status: None,
         details: Value::Null,
         retry_after: head.retry_after.clone(),
+        headers: head.headers.clone(),
     }
 }
 

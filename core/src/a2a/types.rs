@@ -82,6 +82,12 @@ impl Part {
         }
     }
 
+    /// The text parts of `parts`, in order, one per line (other parts are skipped).
+    pub fn text_of(parts: &[Part]) -> String {
+        let texts: Vec<&str> = parts.iter().filter_map(Part::as_text).collect();
+        texts.join("\n")
+    }
+
     /// Decodes a part (v1.0, or v0.3 `kind` form).
     pub fn from_json(v: &Value) -> Result<Part, DecodeError> {
         Part::decode(v, &Path::Root)

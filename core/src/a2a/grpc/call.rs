@@ -188,6 +188,8 @@ pub struct GrpcResponseDecoder {
     ended: bool,
     /// `Retry-After` of the head (a proxy's 429/503), verbatim.
     retry_after: Option<String>,
+    /// The redacted headers of a response whose HTTP status is not 200.
+    headers: Vec<(String, String)>,
     /// The paging fields of a `ListTasks` answer (`tasks` left empty: they are the events).
     page: Option<TaskPage>,
 }
@@ -214,6 +216,7 @@ impl GrpcResponseDecoder {
             events: 0,
             ended: false,
             retry_after: None,
+            headers: Vec::new(),
             page: None,
         }
     }
@@ -230,6 +233,9 @@ impl GrpcResponseDecoder {
     /// than `application/grpc` or `application/grpc+proto` is not gRPC (a missing one is
     /// accepted). `Retry-After` is kept for the errors of this response.
     pub fn on_head(&mut self, status: u16, headers: &[(String, String)]) {
+        if status != 200 {
+            self.headers = crate::a2a::error::redacted_headers(headers);
+        }
         self.retry_after = headers
             .iter()
             .find(|(k, _)| k.eq_ignore_ascii_case("retry-after"))
@@ -359,6 +365,7 @@ impl GrpcResponseDecoder {
         match status {
             Ok(Some(err)) => out.push(ResponseItem::Rejected(ProtocolError {
                 retry_after: self.retry_after.clone(),
+                headers: self.headers.clone(),
                 ..err
             })),
             Ok(None) if self.kind.is_streaming() || self.frames_failed => {}
@@ -390,6 +397,7 @@ impl GrpcResponseDecoder {
                 out.push(ResponseItem::Rejected(ProtocolError {
                     http_status: Some(status),
                     retry_after: self.retry_after.clone(),
+                    headers: self.headers.clone(),
                     ..ProtocolError::malformed(
                         &format!("a2a.http.{status}"),
                         redact_str(&short(text.trim())),

@@ -229,6 +229,7 @@ pub fn status_error(
         status: Some(code.as_str().to_owned()),
         details,
         retry_after: None,
+        headers: Vec::new(),
     }
 }
 
