@@ -97,6 +97,7 @@ mod extension;
 mod http;
 mod http2;
 mod lifecycle;
+mod proxy;
 mod run_loop;
 mod runtime;
 mod tasks;
@@ -125,8 +126,9 @@ pub use extension::{
     ExtensionError, ExtensionSender, ExtensionSenderBuilder, ExtensionSenderConfig, Heartbeat,
     NotificationSubscription, Reattachment, SubscriptionCompletion,
 };
-pub use http::HttpClient;
+pub use http::{HttpClient, RequestHook};
 pub use lifecycle::{CloseMode, CloseReport, ENGINE_CLOSED};
+pub use proxy::ProxyConfig;
 pub use runtime::{BoxFuture, Runtime};
 pub use tasks::TaskSubscription;
 pub use tls::TlsConfig;
