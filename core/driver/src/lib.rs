@@ -39,6 +39,11 @@
 //! from [`TlsConfig`]; the protocol log knobs from `WORKFLOW_ENGINE_PROTOCOL_*` with builder
 //! overrides. Nothing turns redaction off.
 //!
+//! Proxies come from [`EngineBuilder::proxy`] or, by default, from the environment as curl
+//! reads it ([`ProxyConfig::from_env`]): HTTP `CONNECT` tunnels for every agent, TLS end to end
+//! through them. [`EngineBuilder::request_hook`] ([`RequestHook`]) edits every outgoing request
+//! (gateway headers, URI rewrites) after authentication, before the connection is chosen.
+//!
 //! ## Lifecycle and cancellation
 //!
 //! Events arrive in the core's order (`start` → … → `complete` | `error`); after the run
