@@ -37,9 +37,10 @@ use crate::tls::{TlsConfig, client_config};
 ///
 /// It runs for every request of the client: task traffic, logins, discovery and extension
 /// exchanges. The connection is chosen after it ran, so a rewritten host or port is reached
-/// directly (and through the proxy, if one applies to it). An error, or a panic, stops that
-/// one request before anything is sent: the exchange fails with a transport error whose
-/// message starts with `request hook` (a panic never takes the engine down).
+/// directly (and through the proxy, if one applies to it); the HTTP/1.1 `Host` header follows
+/// the final URI unless the hook set one. An error, or a panic, stops that
+/// one request before anything is sent: the exchange fails with a transport error of kind
+/// `other` whose message starts with `request hook` (a panic never takes the engine down).
 ///
 /// Headers the hook adds show in the protocol log like the engine's own, with the values of
 /// secret-looking names (`authorization`, `*token*`, `x-api-key`, …) masked.

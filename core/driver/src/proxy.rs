@@ -23,6 +23,11 @@ type Failure = (TransportErrorKind, String);
 /// (HTTP/1.1 `CONNECT` tunnels, for `https://` and `http://` agents alike) with an optional
 /// list of destinations that bypass it.
 ///
+/// Plain `http://` agents are tunnelled too (not sent as absolute-form proxy requests), so one
+/// mechanism carries HTTP/1.1, HTTP/2 with prior knowledge and TLS alike; a proxy that only
+/// tunnels to port 443 (Squid's default policy) refuses other ports, which shows as a connect
+/// failure naming the proxy and its status.
+///
 /// The clients of this crate read it from the environment by default
 /// ([`ProxyConfig::from_env`], as curl does); [`ProxyConfig::none`] connects directly whatever
 /// the environment says. A proxy's password never appears in `Debug` output, logs or errors.
@@ -111,7 +116,8 @@ impl ProxyConfig {
     /// set before): comma-separated entries, `*` for every destination, a domain name
     /// (`example.com` or `.example.com`, both matching the domain and all its subdomains), an
     /// IP address or network (`10.0.0.0/8`, `::1`), each optionally with `:port` to bypass
-    /// only that port (`[::1]:8080` for IPv6). Loopback addresses are proxied too unless
+    /// only that port (`[::1]:8080` for IPv6; `*.example.com` is read as `.example.com`).
+    /// Loopback addresses are proxied too unless
     /// listed (`localhost,127.0.0.1,::1`). Entries that cannot be read are ignored, as curl
     /// does.
     pub fn no_proxy(mut self, list: &str) -> ProxyConfig {
@@ -221,6 +227,7 @@ impl Proxy {
             )
         })?;
         handshake(&mut tcp, &proxy, self.authorization.as_deref(), host, port).await?;
+        tracing::debug!(%proxy, target = %authority(host, port), "proxy tunnel open");
         Ok(tcp)
     }
 }
@@ -424,6 +431,9 @@ impl Bypass {
             let bits = if ip.is_ipv4() { 32 } else { 128 };
             return Some(Bypass::Network(ip, bits, port));
         }
+        // `*.example.com`, which curl does not know but other tools write, means the same as
+        // `.example.com` rather than nothing.
+        let host = host.strip_prefix("*.").unwrap_or(host);
         let name = host
             .trim_start_matches('.')
             .trim_end_matches('.')
@@ -462,6 +472,8 @@ mod tests {
         assert!(bypass(".example.com", "example.com", 443));
         assert!(bypass(".example.com", "a.b.example.com", 80));
         assert!(bypass("EXAMPLE.com.", "Api.Example.COM", 80));
+        assert!(bypass("*.example.com", "api.example.com", 80));
+        assert!(bypass("*.example.com", "example.com", 80));
         assert!(!bypass("example.com", "notexample.com", 443));
         assert!(!bypass("example.com", "example.org", 443));
         assert!(!bypass("api.example.com", "example.com", 443));

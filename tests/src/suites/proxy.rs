@@ -429,6 +429,14 @@ pub fn the_request_hook_rewrites_uris_for_a_streaming_run<T: TestRuntime>() {
         rewrites.load(Ordering::SeqCst) as u64,
         server.total_requests()
     );
+    let live = server.addr().to_string();
+    for r in server.requests("alpha") {
+        assert_eq!(
+            r.header("host"),
+            Some(live.as_str()),
+            "Host follows the final URI"
+        );
+    }
 }
 
 pub fn a_failing_or_panicking_hook_fails_the_exchange_not_the_engine<T: TestRuntime>() {
