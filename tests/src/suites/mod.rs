@@ -294,6 +294,7 @@ macro_rules! proxy_suite {
                 the_request_hook_rewrites_uris_for_a_streaming_run,
                 a_failing_or_panicking_hook_fails_the_exchange_not_the_engine,
                 extension_senders_from_the_engine_share_its_proxy_and_hook,
+                discovery_goes_through_the_proxy_and_the_hook,
             ]
         );
     };

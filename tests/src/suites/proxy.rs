@@ -496,6 +496,8 @@ pub fn extension_senders_from_the_engine_share_its_proxy_and_hook<T: TestRuntime
         format!("{:?}", sender.http_client().proxy()),
         format!("{:?}", engine.http_client().proxy())
     );
+    let debug = format!("{:?}", sender.http_client());
+    assert!(debug.contains("request_hook: true"), "{debug}");
     // Task management goes through the engine's client: the proxy and the hook apply.
     let page = T::block_on(engine.list_tasks("alpha", a2at_core::a2a::ListTasksParams::default()));
     assert!(page.is_ok(), "{page:?}");
@@ -506,5 +508,42 @@ pub fn extension_senders_from_the_engine_share_its_proxy_and_hook<T: TestRuntime
         requests
             .iter()
             .all(|r| r.header("x-gateway-route") == Some("green"))
+    );
+}
+
+pub fn discovery_goes_through_the_proxy_and_the_hook<T: TestRuntime>() {
+    use super::security::{Reply, fake_center};
+    let center = fake_center(|_| {
+        Reply::Json(
+            200,
+            json!({"agentCards": [{"name": "found", "description": "d", "version": "1",
+                "supportedInterfaces": [{"url": "http://127.0.0.1:9/rpc", "protocolBinding": "JSONRPC", "protocolVersion": "1.0"}],
+                "capabilities": {}, "skills": []}]}),
+        )
+    });
+    let proxy = ConnectProxy::start();
+    let hook: RequestHook = Arc::new(|parts| {
+        parts
+            .headers
+            .insert("x-gateway-route", "discovery".parse().unwrap());
+        Ok(())
+    });
+    let client = a2at_driver::RegistryClient::<T::Rt>::builder(&center.url)
+        .proxy(ProxyConfig::new(&proxy.url()).unwrap())
+        .request_hook(hook)
+        .build()
+        .unwrap();
+    let cards = T::block_on(client.fetch_agent_cards()).unwrap();
+    assert_eq!(cards[0].name, "found");
+    assert_eq!(proxy.tunnels(), 1);
+    let seen = center.seen.lock().unwrap().clone();
+    assert_eq!(seen.len(), 1);
+    assert!(
+        seen[0]
+            .headers
+            .iter()
+            .any(|(n, v)| n.eq_ignore_ascii_case("x-gateway-route") && v == "discovery"),
+        "{:?}",
+        seen[0].headers
     );
 }
