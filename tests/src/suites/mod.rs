@@ -295,6 +295,7 @@ macro_rules! proxy_suite {
                 a_failing_or_panicking_hook_fails_the_exchange_not_the_engine,
                 extension_senders_from_the_engine_share_its_proxy_and_hook,
                 discovery_goes_through_the_proxy_and_the_hook,
+                grpc_over_tls_negotiates_h2_inside_the_tunnel,
             ]
         );
     };

@@ -547,3 +547,30 @@ pub fn discovery_goes_through_the_proxy_and_the_hook<T: TestRuntime>() {
         seen[0].headers
     );
 }
+
+pub fn grpc_over_tls_negotiates_h2_inside_the_tunnel<T: TestRuntime>() {
+    let pki = super::security::pki();
+    let mut config = (*pki.server).clone();
+    config.alpn_protocols = vec![b"h2".to_vec(), b"http/1.1".to_vec()];
+    let server = LoopbackServer::spawn_tls(
+        vec![
+            ScriptedAgent::new("alpha").grpc().streaming(),
+            ScriptedAgent::new("beta").grpc(),
+        ],
+        Arc::new(config),
+    );
+    let proxy = ConnectProxy::start();
+    let engine = builder::<T>(server.cards())
+        .tls(TlsConfig {
+            extra_ca_pem: Some(pki.ca_pem.clone().into_bytes()),
+            ..TlsConfig::default()
+        })
+        .proxy(ProxyConfig::new(&proxy.url()).unwrap())
+        .build()
+        .unwrap();
+    assert_done(&run::<T>(&engine));
+    assert!(proxy.tunnels() >= 1);
+    assert!(server.total_requests() >= 2);
+    assert_eq!(server.http2_requests(), server.total_requests());
+    assert!(server.requests("alpha").iter().all(|r| r.grpc));
+}
