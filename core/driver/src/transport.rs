@@ -224,7 +224,7 @@ impl<R: Runtime> Transport<R> {
 /// values (the log then masks secret-looking names), headers it removed disappear, the others
 /// keep their masked values. A rewritten URI is shown as rewritten, except that a query the
 /// hook changed is masked whole when authentication put a credential in it.
-fn show_hook_changes(
+pub(crate) fn show_hook_changes(
     shown: &mut HttpRequest,
     before: &HttpRequest,
     after: &http::Request<http_body_util::Full<bytes::Bytes>>,
