@@ -7,6 +7,7 @@ pub mod agent;
 pub mod agent_grpc;
 pub mod capture;
 pub mod conformance;
+pub mod connect_proxy;
 pub mod e2e;
 pub mod fault_mix;
 pub mod fault_proxy;

@@ -27,9 +27,9 @@ macro_rules! runtime_api {
             ControlPointBuilder, DEFAULT_DISCOVERY_DEADLINE, DEFAULT_LOGIN_TIMEOUT,
             DEFAULT_MAX_DISCOVERY_BODY_BYTES, DiscoveryError, ENGINE_CLOSED, EngineConfig,
             EngineError, EnvFile, EventEnvelope, EventSink, EventStream, ExtensionError,
-            ExtensionSenderConfig, Heartbeat, MAX_REDIRECTS, OnFinish, OnFinishError, Reattachment,
-            RunHandle, SeedSource, SubscriptionCompletion, TaskSubscription, TlsConfig,
-            load_credentials,
+            ExtensionSenderConfig, Heartbeat, MAX_REDIRECTS, OnFinish, OnFinishError, ProxyConfig,
+            Reattachment, RequestHook, RunHandle, SeedSource, SubscriptionCompletion,
+            TaskSubscription, TlsConfig, load_credentials,
         };
 
         /// The engine on this runtime: validated cards, settings, the HTTP client and the

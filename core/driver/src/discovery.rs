@@ -24,8 +24,12 @@ use http_body_util::BodyExt;
 use serde_json::Value;
 
 use crate::config::{EnvLookup, protocol_log_config};
+use crate::engine::own_client;
 use crate::error::EngineError;
-use crate::http::{HttpClient, build_request, describe, header_pairs, header_text, http_method};
+use crate::http::{
+    HttpClient, RequestHook, build_request, describe, header_pairs, header_text, http_method,
+};
+use crate::proxy::ProxyConfig;
 use crate::runtime::{Runtime, within};
 use crate::tls::TlsConfig;
 
@@ -250,6 +254,8 @@ struct Settings<R> {
     deadline: Duration,
     max_body_bytes: usize,
     http: Option<HttpClient<R>>,
+    proxy: Option<ProxyConfig>,
+    request_hook: Option<RequestHook>,
     log: Option<LogConfig>,
 }
 
@@ -260,6 +266,8 @@ impl<R: Runtime> Default for Settings<R> {
             deadline: DEFAULT_DISCOVERY_DEADLINE,
             max_body_bytes: DEFAULT_MAX_DISCOVERY_BODY_BYTES,
             http: None,
+            proxy: None,
+            request_hook: None,
             log: None,
         }
     }
@@ -278,10 +286,7 @@ impl<R: Runtime> Settings<R> {
                 "[{label}] INSECURE_TLS: this discovery client does not verify certificate chains"
             );
         }
-        let client = match self.http {
-            Some(c) => c,
-            None => HttpClient::with_tls(&self.tls)?,
-        };
+        let client = own_client(self.http, &self.tls, self.proxy, self.request_hook)?;
         let log = match self.log {
             Some(l) => l,
             None => protocol_log_config(&EnvLookup::process(), None)?,
@@ -318,6 +323,21 @@ macro_rules! settings_setters {
             /// one fails the call with [`DiscoveryError::TooLarge`].
             pub fn max_body_bytes(mut self, limit: usize) -> Self {
                 self.settings.max_body_bytes = limit;
+                self
+            }
+
+            /// The proxy settings of this client's own connections, as
+            /// [`EngineBuilder::proxy`](crate::EngineBuilder::proxy) (default: the
+            /// environment's).
+            pub fn proxy(mut self, proxy: ProxyConfig) -> Self {
+                self.settings.proxy = Some(proxy);
+                self
+            }
+
+            /// Edits every request of this client's own connections, as
+            /// [`EngineBuilder::request_hook`](crate::EngineBuilder::request_hook).
+            pub fn request_hook(mut self, hook: RequestHook) -> Self {
+                self.settings.request_hook = Some(hook);
                 self
             }
 

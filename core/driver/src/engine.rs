@@ -31,8 +31,9 @@ use crate::error::EngineError;
 use crate::events::{
     ConversationClosed, ConversationHook, EventHook, EventSink, OnFinish, OnFinishError, RunHandle,
 };
-use crate::http::HttpClient;
+use crate::http::{HttpClient, RequestHook};
 use crate::lifecycle::{ENGINE_CLOSED, Registry};
+use crate::proxy::ProxyConfig;
 use crate::run_loop::Cancel;
 use crate::run_loop::{Driver, Recorder};
 use crate::runtime::Runtime;
@@ -132,6 +133,8 @@ pub struct EngineBuilder<R> {
     env_file: Option<EnvFile>,
     log: LogOverrides,
     tls: Option<TlsConfig>,
+    proxy: Option<ProxyConfig>,
+    request_hook: Option<RequestHook>,
     on_conversation_closed: Option<ConversationHook>,
 }
 
@@ -247,6 +250,24 @@ impl<R: Runtime> EngineBuilder<R> {
         self
     }
 
+    /// The proxy settings of the engine's own HTTP client (default: [`ProxyConfig::from_env`],
+    /// read when the engine is built; [`ProxyConfig::none`] connects directly). With
+    /// [`EngineBuilder::http_client`], set them on that client instead (building fails
+    /// otherwise, rather than ignoring them).
+    pub fn proxy(mut self, proxy: ProxyConfig) -> Self {
+        self.proxy = Some(proxy);
+        self
+    }
+
+    /// Edits every request of the engine's own HTTP client (gateway headers, URI rewrites) after
+    /// authentication was added; see [`RequestHook`]. Extension senders built from the engine
+    /// use it too. With [`EngineBuilder::http_client`], use [`HttpClient::with_request_hook`]
+    /// instead (building fails otherwise, rather than ignoring it).
+    pub fn request_hook(mut self, hook: RequestHook) -> Self {
+        self.request_hook = Some(hook);
+        self
+    }
+
     /// Built-in credential authentication (a parsed credentials file): for each agent, the first
     /// `securityRequirements` entry whose schemes all have credentials is applied, logging in and
     /// caching tokens as configured. Without credentials or a hook, a request to an agent whose
@@ -355,10 +376,7 @@ impl<R: Runtime> EngineBuilder<R> {
         }
         let directory = AgentDirectory::new(self.cards, self.config.preferred_binding)?;
         let tls = self.tls.unwrap_or_default();
-        let client = match self.http {
-            Some(c) => c,
-            None => HttpClient::with_tls(&tls)?,
-        };
+        let client = own_client(self.http, &tls, self.proxy, self.request_hook)?;
         let authenticator = Authenticator::new(
             &directory,
             credentials.as_ref(),
@@ -388,6 +406,34 @@ impl<R: Runtime> EngineBuilder<R> {
                 on_conversation_closed: self.on_conversation_closed,
             }),
         })
+    }
+}
+
+/// The given HTTP client, or a new one with these settings; proxy settings or a hook next to a
+/// given client are an error (they would silently not apply).
+pub(crate) fn own_client<R: Runtime>(
+    given: Option<HttpClient<R>>,
+    tls: &TlsConfig,
+    proxy: Option<ProxyConfig>,
+    hook: Option<RequestHook>,
+) -> Result<HttpClient<R>, EngineError> {
+    match given {
+        Some(_) if proxy.is_some() || hook.is_some() => Err(EngineError::Config(
+            "proxy and request_hook configure the builder's own HTTP client; with http_client, \
+             configure that client (HttpClient::with_tls_and_proxy, with_request_hook)",
+        )),
+        Some(client) => Ok(client),
+        None => {
+            let proxy = match proxy {
+                Some(p) => p,
+                None => ProxyConfig::from_env()?,
+            };
+            let client = HttpClient::with_tls_and_proxy(tls, proxy)?;
+            Ok(match hook {
+                Some(hook) => client.with_request_hook(hook),
+                None => client,
+            })
+        }
     }
 }
 
@@ -449,6 +495,8 @@ impl<R: Runtime> Engine<R> {
             env_file: None,
             log: LogOverrides::default(),
             tls: None,
+            proxy: None,
+            request_hook: None,
             on_conversation_closed: None,
         }
     }

@@ -19,6 +19,10 @@ pub enum EngineError {
     /// The TLS configuration could not be built.
     #[error("TLS setup failed: {0}")]
     Tls(String),
+    /// The proxy configuration (explicit or from the environment) cannot be used; the message
+    /// names the variable or setting, never the proxy's password.
+    #[error("proxy configuration: {0}")]
+    Proxy(String),
     /// The credentials file could not be read, parsed or decrypted (never ignored), or
     /// credentials were given both as a file and inline.
     #[error("credentials: {0}")]

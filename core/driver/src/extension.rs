@@ -58,9 +58,12 @@ use futures::future::AbortHandle;
 use crate::auth::Authenticator;
 use crate::config::{DEFAULT_LOGIN_TIMEOUT, EnvLookup, SeedSource, protocol_log_config};
 use crate::engine::Engine;
+use crate::engine::own_client;
 use crate::error::EngineError;
 use crate::http::HttpClient;
+use crate::http::RequestHook;
 use crate::lifecycle::Registry;
+use crate::proxy::ProxyConfig;
 use crate::run_loop::{Waiter, spawn_abortable};
 use crate::runtime::Runtime;
 use crate::tls::TlsConfig;
@@ -161,6 +164,8 @@ pub struct ExtensionSenderBuilder<R> {
     auth: Option<AuthHook>,
     credentials: Option<a2at_core::auth::CredentialsConfig>,
     tls: Option<TlsConfig>,
+    proxy: Option<ProxyConfig>,
+    request_hook: Option<RequestHook>,
     login_timeout: Duration,
     log: Option<a2at_core::protolog::LogConfig>,
     registry: Option<Arc<Registry>>,
@@ -255,6 +260,22 @@ impl<R: Runtime> ExtensionSenderBuilder<R> {
         self
     }
 
+    /// The proxy settings of the sender's own HTTP client, as
+    /// [`EngineBuilder::proxy`](crate::EngineBuilder::proxy); built from an engine, the
+    /// engine's.
+    pub fn proxy(mut self, proxy: ProxyConfig) -> Self {
+        self.proxy = Some(proxy);
+        self
+    }
+
+    /// Edits every request of the sender's own HTTP client, as
+    /// [`EngineBuilder::request_hook`](crate::EngineBuilder::request_hook); built from an
+    /// engine, the engine's.
+    pub fn request_hook(mut self, hook: RequestHook) -> Self {
+        self.request_hook = Some(hook);
+        self
+    }
+
     /// Deadline of one credential login (default 30 s; built from an engine, the engine's).
     pub fn login_timeout(mut self, timeout: Duration) -> Self {
         self.login_timeout = timeout;
@@ -291,10 +312,12 @@ impl<R: Runtime> ExtensionSenderBuilder<R> {
             Some(log) => log,
             None => protocol_log_config(&EnvLookup::process(), None)?,
         };
-        let client = match self.http {
-            Some(client) => client,
-            None => HttpClient::with_tls(&self.tls.unwrap_or_default())?,
-        };
+        let client = own_client(
+            self.http,
+            &self.tls.unwrap_or_default(),
+            self.proxy,
+            self.request_hook,
+        )?;
         let limits = Limits::new(
             directory.names(),
             c.max_in_flight_per_agent,
@@ -382,6 +405,8 @@ impl<R: Runtime> Engine<R> {
             auth: parts.auth,
             credentials: parts.credentials,
             tls: Some(parts.tls),
+            proxy: Some(self.http_client().proxy().clone()),
+            request_hook: self.http_client().request_hook(),
             login_timeout: c.login_timeout,
             log: Some(parts.log),
             registry: Some(self.registry()),
@@ -406,6 +431,8 @@ impl<R: Runtime> ExtensionSender<R> {
             auth: None,
             credentials: None,
             tls: None,
+            proxy: None,
+            request_hook: None,
             login_timeout: DEFAULT_LOGIN_TIMEOUT,
             log: None,
             registry: None,

@@ -25,16 +25,37 @@ use smol_hyper::rt::FuturesIo;
 
 use crate::error::EngineError;
 use crate::http2::Http2Connector;
+use crate::proxy::ProxyConfig;
 use crate::runtime::Runtime;
 use crate::tls::{TlsConfig, client_config};
 
+/// Edits every outgoing request of an [`HttpClient`] just before it is sent: add gateway
+/// headers, or rewrite the URI (scheme, host, port, path and query) to route through a gateway.
+/// It receives the request head as the `http` crate (version 1) has it, with the absolute
+/// URI and every header the engine set, authentication included; the body and the response
+/// (SSE streams, gRPC frames) are never touched.
+///
+/// It runs for every request of the client: task traffic, logins, discovery and extension
+/// exchanges. The connection is chosen after it ran, so a rewritten host or port is reached
+/// directly (and through the proxy, if one applies to it); the HTTP/1.1 `Host` header follows
+/// the final URI unless the hook set one. An error, or a panic, stops that
+/// one request before anything is sent: the exchange fails with a transport error of kind
+/// `other` whose message starts with `request hook` (a panic never takes the engine down).
+///
+/// Headers the hook adds show in the protocol log like the engine's own, with the values of
+/// secret-looking names (`authorization`, `*token*`, `x-api-key`, …) masked.
+pub type RequestHook = Arc<dyn Fn(&mut http::request::Parts) -> Result<(), String> + Send + Sync>;
+
 /// The pooled HTTP client of an engine (http and https, TLS verified against the webpki
-/// roots, `TCP_NODELAY` on): HTTP/1.1, and HTTP/2 for gRPC. Cloning shares the connections and
-/// the request counter.
+/// roots, `TCP_NODELAY` on): HTTP/1.1, and HTTP/2 for gRPC, optionally through a proxy
+/// ([`ProxyConfig`]) and with a [`RequestHook`]. Cloning shares the connections and the
+/// request counter.
 pub struct HttpClient<R> {
     connector: Arc<Connector<R>>,
     http2: Arc<Http2Connector<R>>,
     sent: Arc<AtomicU64>,
+    proxy: Arc<ProxyConfig>,
+    hook: Option<RequestHook>,
 }
 
 impl<R> Clone for HttpClient<R> {
@@ -43,6 +64,8 @@ impl<R> Clone for HttpClient<R> {
             connector: self.connector.clone(),
             http2: self.http2.clone(),
             sent: self.sent.clone(),
+            proxy: self.proxy.clone(),
+            hook: self.hook.clone(),
         }
     }
 }
@@ -51,6 +74,8 @@ impl<R> std::fmt::Debug for HttpClient<R> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("HttpClient")
             .field("requests_sent", &self.requests_sent())
+            .field("proxy", &self.proxy)
+            .field("request_hook", &self.hook.is_some())
             .finish_non_exhaustive()
     }
 }
@@ -60,27 +85,99 @@ impl<R> HttpClient<R> {
     pub fn requests_sent(&self) -> u64 {
         self.sent.load(Ordering::Relaxed)
     }
+
+    /// The proxy settings this client connects with.
+    pub fn proxy(&self) -> &ProxyConfig {
+        &self.proxy
+    }
+
+    /// This client with `hook` editing every request it sends (replacing any hook it had);
+    /// the connections stay shared with the client it came from.
+    pub fn with_request_hook(mut self, hook: RequestHook) -> HttpClient<R> {
+        self.hook = Some(hook);
+        self
+    }
+
+    /// The request hook, if any (an [`ExtensionSender`](crate::ExtensionSender) built from an
+    /// engine gets the engine's).
+    pub(crate) fn request_hook(&self) -> Option<RequestHook> {
+        self.hook.clone()
+    }
+
+    /// Runs the request hook on `request` (nothing without one). Its error or panic becomes
+    /// a failure of this request, which is then never sent.
+    pub(crate) fn prepare(
+        &self,
+        request: http::Request<Full<Bytes>>,
+    ) -> Result<http::Request<Full<Bytes>>, Failure> {
+        let Some(hook) = &self.hook else {
+            return Ok(request);
+        };
+        let (mut parts, body) = request.into_parts();
+        match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| hook(&mut parts))) {
+            Ok(Ok(())) => Ok(http::Request::from_parts(parts, body)),
+            Ok(Err(message)) => Err((
+                TransportErrorKind::Other,
+                format!("request hook refused the request: {message}"),
+            )),
+            Err(panic) => {
+                let reason = panic
+                    .downcast_ref::<&str>()
+                    .map(|s| (*s).to_owned())
+                    .or_else(|| panic.downcast_ref::<String>().cloned())
+                    .unwrap_or_else(|| "no message".to_owned());
+                Err((
+                    TransportErrorKind::Other,
+                    format!("request hook panicked: {reason}"),
+                ))
+            }
+        }
+    }
 }
 
 impl<R: Runtime> HttpClient<R> {
-    /// A new client with its own connection pool, verifying servers against the webpki roots.
+    /// A new client with its own connection pool, verifying servers against the webpki roots,
+    /// with the proxies of the environment ([`ProxyConfig::from_env`]).
     pub fn new() -> Result<HttpClient<R>, EngineError> {
         HttpClient::with_tls(&TlsConfig::default())
     }
 
-    /// A new client with its own connection pool and the given TLS policy; a policy that cannot
-    /// be built (unreadable PEM, a key that does not match) is an error.
+    /// A new client with its own connection pool and the given TLS policy, with the proxies
+    /// of the environment ([`ProxyConfig::from_env`]); a policy that cannot be built
+    /// (unreadable PEM, a key that does not match) or an unusable proxy variable is an error.
     pub fn with_tls(tls: &TlsConfig) -> Result<HttpClient<R>, EngineError> {
+        HttpClient::with_tls_and_proxy(tls, ProxyConfig::from_env()?)
+    }
+
+    /// A new client with its own connection pool, the given TLS policy and these proxy
+    /// settings (the environment is not read: [`ProxyConfig::none`] connects directly).
+    pub fn with_tls_and_proxy(
+        tls: &TlsConfig,
+        proxy: ProxyConfig,
+    ) -> Result<HttpClient<R>, EngineError> {
         let config = client_config(tls)?;
+        let proxy = Arc::new(proxy);
         Ok(HttpClient {
-            http2: Arc::new(Http2Connector::new(config.clone())),
-            connector: Arc::new(Connector::new(config)),
+            http2: Arc::new(Http2Connector::new(config.clone(), proxy.clone())),
+            connector: Arc::new(Connector::new(config, proxy.clone())),
             sent: Arc::new(AtomicU64::new(0)),
+            proxy,
+            hook: None,
         })
     }
 
-    /// Sends one request and waits for the response head.
+    /// Runs the request hook, then sends the request and waits for the response head.
     pub(crate) async fn send(
+        &self,
+        request: http::Request<Full<Bytes>>,
+    ) -> Result<http::Response<hyper::body::Incoming>, (TransportErrorKind, String)> {
+        let request = self.prepare(request)?;
+        self.send_prepared(request).await
+    }
+
+    /// Sends one request the hook already ran on ([`HttpClient::prepare`]) and waits for the
+    /// response head.
+    pub(crate) async fn send_prepared(
         &self,
         request: http::Request<Full<Bytes>>,
     ) -> Result<http::Response<hyper::body::Incoming>, (TransportErrorKind, String)> {
@@ -88,9 +185,10 @@ impl<R: Runtime> HttpClient<R> {
         self.connector.request(request).await
     }
 
-    /// Sends one request over HTTP/2 (prior knowledge on `http://`, ALPN `h2` on `https://`)
-    /// and waits for the response head; the body ends with the trailers, if any.
-    pub(crate) async fn send_http2(
+    /// Sends one request the hook already ran on over HTTP/2 (prior knowledge on `http://`,
+    /// ALPN `h2` on `https://`) and waits for the response head; the body ends with the
+    /// trailers, if any.
+    pub(crate) async fn send_http2_prepared(
         &self,
         request: http::Request<Full<Bytes>>,
     ) -> Result<http::Response<hyper::body::Incoming>, (TransportErrorKind, String)> {
@@ -103,23 +201,25 @@ impl<R: Runtime> HttpClient<R> {
 const MAX_IDLE_PER_ORIGIN: usize = 32;
 
 type Sender = SendRequest<Full<Bytes>>;
-type Failure = (TransportErrorKind, String);
+pub(crate) type Failure = (TransportErrorKind, String);
 
 /// `(https, host, port)`.
-type Origin = (bool, String, u16);
+pub(crate) type Origin = (bool, String, u16);
 
 /// The pooled connections behind an [`HttpClient`].
 struct Connector<R> {
     tls: TlsConnector,
     idle: Arc<Mutex<HashMap<Origin, Vec<Sender>>>>,
+    proxy: Arc<ProxyConfig>,
     runtime: PhantomData<fn() -> R>,
 }
 
 impl<R: Runtime> Connector<R> {
-    fn new(tls: rustls::ClientConfig) -> Connector<R> {
+    fn new(tls: rustls::ClientConfig, proxy: Arc<ProxyConfig>) -> Connector<R> {
         Connector {
             tls: TlsConnector::from(Arc::new(tls)),
             idle: Arc::default(),
+            proxy,
             runtime: PhantomData,
         }
     }
@@ -175,9 +275,9 @@ impl<R: Runtime> Connector<R> {
         });
     }
 
-    async fn connect(&self, (https, host, port): &Origin) -> Result<Sender, Failure> {
-        let connect_failure = |e: std::io::Error| (TransportErrorKind::Connect, describe(&e));
-        let tcp = R::connect(host, *port).await.map_err(connect_failure)?;
+    async fn connect(&self, origin: &Origin) -> Result<Sender, Failure> {
+        let tcp = open_tcp::<R>(&self.proxy, origin).await?;
+        let (https, host, _) = origin;
         if !*https {
             return start::<R, _>(FuturesIo::new(tcp)).await;
         }
@@ -189,6 +289,20 @@ impl<R: Runtime> Connector<R> {
             .await
             .map_err(|e| (TransportErrorKind::Tls, describe(&e)))?;
         start::<R, _>(FuturesIo::new(tls)).await
+    }
+}
+
+/// A TCP connection to the origin: direct, or a tunnel through the proxy that applies to it
+/// (TLS and HTTP then run inside the tunnel, verified against the origin's host name).
+pub(crate) async fn open_tcp<R: Runtime>(
+    proxy: &ProxyConfig,
+    (https, host, port): &Origin,
+) -> Result<R::TcpStream, Failure> {
+    match proxy.proxy_for(*https, host, *port) {
+        Some(proxy) => proxy.tunnel::<R>(host, *port).await,
+        None => R::connect(host, *port)
+            .await
+            .map_err(|e| (TransportErrorKind::Connect, describe(&e))),
     }
 }
 

@@ -24,7 +24,8 @@ use hyper::body::Incoming;
 use hyper::client::conn::http2::{Builder, SendRequest};
 use smol_hyper::rt::FuturesIo;
 
-use crate::http::{describe, origin_of};
+use crate::http::{describe, open_tcp, origin_of};
+use crate::proxy::ProxyConfig;
 use crate::runtime::{BoxFuture, Runtime};
 
 type Failure = (TransportErrorKind, String);
@@ -95,16 +96,18 @@ impl hyper::rt::Sleep for RuntimeSleep {}
 pub(crate) struct Http2Connector<R> {
     tls: TlsConnector,
     connections: Arc<Mutex<HashMap<Origin, Sender>>>,
+    proxy: Arc<ProxyConfig>,
     runtime: PhantomData<fn() -> R>,
 }
 
 impl<R: Runtime> Http2Connector<R> {
     /// A connector using `tls` (whose ALPN list it replaces with `h2`).
-    pub(crate) fn new(mut tls: rustls::ClientConfig) -> Http2Connector<R> {
+    pub(crate) fn new(mut tls: rustls::ClientConfig, proxy: Arc<ProxyConfig>) -> Http2Connector<R> {
         tls.alpn_protocols = vec![b"h2".to_vec()];
         Http2Connector {
             tls: TlsConnector::from(Arc::new(tls)),
             connections: Arc::default(),
+            proxy,
             runtime: PhantomData,
         }
     }
@@ -164,9 +167,9 @@ impl<R: Runtime> Http2Connector<R> {
             .remove(origin);
     }
 
-    async fn connect(&self, (https, host, port): &Origin) -> Result<Sender, Failure> {
-        let connect_failure = |e: std::io::Error| (TransportErrorKind::Connect, describe(&e));
-        let tcp = R::connect(host, *port).await.map_err(connect_failure)?;
+    async fn connect(&self, origin: &Origin) -> Result<Sender, Failure> {
+        let tcp = open_tcp::<R>(&self.proxy, origin).await?;
+        let (https, host, _) = origin;
         if !*https {
             return handshake::<R, _>(FuturesIo::new(tcp)).await;
         }

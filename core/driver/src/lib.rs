@@ -39,6 +39,11 @@
 //! from [`TlsConfig`]; the protocol log knobs from `WORKFLOW_ENGINE_PROTOCOL_*` with builder
 //! overrides. Nothing turns redaction off.
 //!
+//! Proxies come from [`EngineBuilder::proxy`] or, by default, from the environment as curl
+//! reads it ([`ProxyConfig::from_env`]): HTTP `CONNECT` tunnels for every agent, TLS end to end
+//! through them. [`EngineBuilder::request_hook`] ([`RequestHook`]) edits every outgoing request
+//! (gateway headers, URI rewrites) after authentication, before the connection is chosen.
+//!
 //! ## Lifecycle and cancellation
 //!
 //! Events arrive in the core's order (`start` → … → `complete` | `error`); after the run
@@ -97,6 +102,7 @@ mod extension;
 mod http;
 mod http2;
 mod lifecycle;
+mod proxy;
 mod run_loop;
 mod runtime;
 mod tasks;
@@ -125,8 +131,9 @@ pub use extension::{
     ExtensionError, ExtensionSender, ExtensionSenderBuilder, ExtensionSenderConfig, Heartbeat,
     NotificationSubscription, Reattachment, SubscriptionCompletion,
 };
-pub use http::HttpClient;
+pub use http::{HttpClient, RequestHook};
 pub use lifecycle::{CloseMode, CloseReport, ENGINE_CLOSED};
+pub use proxy::ProxyConfig;
 pub use runtime::{BoxFuture, Runtime};
 pub use tasks::TaskSubscription;
 pub use tls::TlsConfig;

@@ -111,15 +111,18 @@ impl<R: Runtime> Transport<R> {
         }
         // Protocol log at the real boundary (PL-1): the request as sent, auth headers included,
         // always redacted. Built only when the `a2at::protocol` target is enabled at DEBUG.
-        let log = protocol_log_enabled().then(|| {
+        let mut shown = protocol_log_enabled().then(|| {
             let mut sent = req.clone();
             a2at_core::auth::mask_applied(&mut sent, &material, &provided, &url_before);
-            tracing::debug!(target: "a2at::protocol", "{}", protolog::format_request(&sent, Channel::Task, &self.log));
-            LogContext::of(&sent, Channel::Task)
+            sent
         });
         let http2 = req.http2;
-        let request = match build_request(http_method(req.method), &req.url, &req.headers, req.body)
-        {
+        let request = match build_request(
+            http_method(req.method),
+            &req.url,
+            &req.headers,
+            std::mem::take(&mut req.body),
+        ) {
             Ok(r) => r,
             Err(e) => {
                 let message = format!("cannot build the HTTP request: {e}");
@@ -127,10 +130,26 @@ impl<R: Runtime> Transport<R> {
                 return;
             }
         };
+        // The host's request hook (gateway headers, URI rewrites) runs before the log entry,
+        // so the log shows what really went out.
+        let request = match self.client.prepare(request) {
+            Ok(r) => r,
+            Err((kind, message)) => {
+                let _ = tx.send(fail(kind, message)).await;
+                return;
+            }
+        };
+        let log = shown.as_mut().map(|sent| {
+            if self.client.request_hook().is_some() {
+                show_hook_changes(sent, &req, &request, !material.query.is_empty());
+            }
+            tracing::debug!(target: "a2at::protocol", "{}", protolog::format_request(sent, Channel::Task, &self.log));
+            LogContext::of(sent, Channel::Task)
+        });
         let sent = if http2 {
-            self.client.send_http2(request).await
+            self.client.send_http2_prepared(request).await
         } else {
-            self.client.send(request).await
+            self.client.send_prepared(request).await
         };
         let response = match sent {
             Ok(r) => r,
@@ -198,6 +217,63 @@ impl<R: Runtime> Transport<R> {
             }
         }
     }
+}
+
+/// Carries what the request hook changed into the logged copy `shown` of `before` (the request
+/// as the engine built it, unmasked): headers whose values the hook changed or added show its
+/// values (the log then masks secret-looking names), headers it removed disappear, the others
+/// keep their masked values. A rewritten URI is shown as rewritten, except that a query the
+/// hook changed is masked whole when authentication put a credential in it.
+pub(crate) fn show_hook_changes(
+    shown: &mut HttpRequest,
+    before: &HttpRequest,
+    after: &http::Request<http_body_util::Full<bytes::Bytes>>,
+    credential_in_query: bool,
+) {
+    let url = after.uri().to_string();
+    if url != before.url {
+        let query = |u: &str| u.split_once('?').map(|(_, q)| q.to_owned());
+        let base = url.split('?').next().unwrap_or_default().to_owned();
+        shown.url = match (query(&url), query(&before.url)) {
+            (q, b) if q == b => match query(&shown.url) {
+                Some(masked) => format!("{base}?{masked}"),
+                None => base,
+            },
+            (Some(_), _) if credential_in_query => {
+                format!("{base}?{}", a2at_core::redact::MASK)
+            }
+            _ => url,
+        };
+    }
+    let values_before = |name: &str| -> Vec<&str> {
+        before
+            .headers
+            .iter()
+            .filter(|(n, _)| n.eq_ignore_ascii_case(name))
+            .map(|(_, v)| v.as_str())
+            .collect()
+    };
+    let mut headers = Vec::new();
+    for name in after.headers().keys() {
+        let values: Vec<String> = after
+            .headers()
+            .get_all(name)
+            .iter()
+            .map(|v| String::from_utf8_lossy(v.as_bytes()).into_owned())
+            .collect();
+        if values_before(name.as_str()) == values {
+            headers.extend(
+                shown
+                    .headers
+                    .iter()
+                    .filter(|(n, _)| n.eq_ignore_ascii_case(name.as_str()))
+                    .cloned(),
+            );
+        } else {
+            headers.extend(values.into_iter().map(|v| (name.as_str().to_owned(), v)));
+        }
+    }
+    shown.headers = headers;
 }
 
 /// The protocol log of one response body: the core assembles the entries, this only emits them.

@@ -14,7 +14,7 @@ use tokio::sync::oneshot;
 
 use crate::auth::Authenticator;
 use crate::http::HttpClient;
-use crate::transport::{AuthHook, Limits, Transport};
+use crate::transport::{AuthHook, Limits, Transport, show_hook_changes};
 
 /// tokio as the driver's runtime, for these tests only (the adapters depend on this crate);
 /// outgoing connections are `async-net`'s, which work on any executor.
@@ -336,4 +336,55 @@ async fn https_is_tls_and_a_broken_handshake_is_a_tls_failure() {
         panic!("failure expected");
     };
     assert_eq!(error.kind, TransportErrorKind::Tls, "{}", error.message);
+}
+
+/// The logged copy of a request follows what the request hook changed: its headers (the log
+/// masks them by name later), removed headers, a rewritten URI, and a credential query stays
+/// masked.
+#[test]
+fn the_logged_request_follows_the_request_hook() {
+    let mut before = request("http://a.example/rpc?api_key=K".into());
+    before.headers.push(("X-Auth".into(), "SECRET".into()));
+    before.headers.push(("X-Drop".into(), "gone".into()));
+    // The masked copy, as `mask_applied` leaves it.
+    let mut shown = before.clone();
+    shown.headers[1].1 = "***".into();
+    shown.url = "http://a.example/rpc?api_key=***".into();
+    let mut after =
+        crate::http::build_request(http::Method::POST, &before.url, &before.headers, Vec::new())
+            .unwrap();
+    after.headers_mut().remove("x-drop");
+    after
+        .headers_mut()
+        .insert("x-gateway", http::HeaderValue::from_static("blue"));
+    after
+        .headers_mut()
+        .insert("a2a-version", http::HeaderValue::from_static("2.0"));
+    *after.uri_mut() = "http://gw.example:8080/a/rpc?api_key=K".parse().unwrap();
+    let mut logged = shown.clone();
+    show_hook_changes(&mut logged, &before, &after, true);
+    assert_eq!(logged.url, "http://gw.example:8080/a/rpc?api_key=***");
+    let headers: Vec<(&str, &str)> = logged
+        .headers
+        .iter()
+        .map(|(n, v)| (n.as_str(), v.as_str()))
+        .collect();
+    assert_eq!(
+        headers,
+        vec![
+            ("a2a-version", "2.0"),
+            ("X-Auth", "***"),
+            ("x-gateway", "blue")
+        ]
+    );
+
+    // A query the hook changed is masked whole when it carried a credential …
+    *after.uri_mut() = "http://gw.example/rpc?api_key=K&tenant=t".parse().unwrap();
+    let mut logged = shown.clone();
+    show_hook_changes(&mut logged, &before, &after, true);
+    assert_eq!(logged.url, "http://gw.example/rpc?***");
+    // … and shown as rewritten otherwise.
+    let mut logged = shown.clone();
+    show_hook_changes(&mut logged, &before, &after, false);
+    assert_eq!(logged.url, "http://gw.example/rpc?api_key=K&tenant=t");
 }

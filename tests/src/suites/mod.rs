@@ -14,6 +14,7 @@ pub mod http_runs;
 pub mod interop;
 pub mod lifecycle;
 pub mod protocol_log;
+pub mod proxy;
 pub mod security;
 pub mod tasks;
 
@@ -266,6 +267,35 @@ macro_rules! close_suite {
                 dropping_the_engine_cancels_its_runs_without_waiting,
                 the_conversation_hook_runs_once_per_context_after_its_whole_cycle,
                 a_close_never_waits_for_an_event_consumer_that_stopped_reading,
+            ]
+        );
+    };
+}
+
+/// Instantiates the proxy suite (workflows through a real loopback `CONNECT` proxy, `NO_PROXY`,
+/// proxy authentication, the request hook) on a [`TestRuntime`](crate::runtime::TestRuntime).
+#[macro_export]
+macro_rules! proxy_suite {
+    ($rt:ty) => {
+        $crate::__suite_tests!(
+            $rt,
+            proxy,
+            [
+                a_workflow_runs_through_a_connect_proxy,
+                sse_streams_arrive_intact_through_the_proxy,
+                rest_streaming_runs_through_the_proxy,
+                grpc_over_http2_runs_through_the_proxy,
+                tls_runs_inside_the_tunnel_verified_against_the_agent,
+                no_proxy_bypasses_the_proxy,
+                proxy_authentication_is_required_and_the_password_never_shows,
+                a_dead_proxy_is_a_connect_failure_naming_it,
+                proxy_settings_next_to_a_given_client_are_an_error,
+                the_request_hook_adds_gateway_headers_the_agent_receives,
+                the_request_hook_rewrites_uris_for_a_streaming_run,
+                a_failing_or_panicking_hook_fails_the_exchange_not_the_engine,
+                extension_senders_from_the_engine_share_its_proxy_and_hook,
+                discovery_goes_through_the_proxy_and_the_hook,
+                grpc_over_tls_negotiates_h2_inside_the_tunnel,
             ]
         );
     };

@@ -515,11 +515,11 @@ pub fn a_center_that_never_answers_hits_the_configured_deadline<T: TestRuntime>(
 // ------------------------------------------------------------------------------------------
 
 /// A CA and a server certificate for `localhost` only, signed by it.
-struct Pki {
-    ca_pem: String,
+pub(crate) struct Pki {
+    pub(crate) ca_pem: String,
     ca_cert: rcgen::Certificate,
     ca_key: rcgen::KeyPair,
-    server: Arc<rustls::ServerConfig>,
+    pub(crate) server: Arc<rustls::ServerConfig>,
 }
 
 /// A certificate for `names` with serial number `serial`, signed by the test CA.
@@ -572,7 +572,7 @@ fn server_config(
     )
 }
 
-fn pki() -> Pki {
+pub(crate) fn pki() -> Pki {
     use rcgen::{BasicConstraints, CertificateParams, DnType, IsCa, KeyPair};
     let ca_key = KeyPair::generate().unwrap();
     let mut ca = CertificateParams::new(Vec::<String>::new()).unwrap();
