@@ -36,6 +36,9 @@ pub struct ProxyConfig {
     http: Option<Proxy>,
     https: Option<Proxy>,
     no_proxy: NoProxy,
+    /// Loopback destinations connect directly (the environment's proxies are meant for
+    /// leaving the machine, and a loopback agent behind a corporate proxy is never reachable).
+    direct_loopback: bool,
 }
 
 impl std::fmt::Debug for ProxyConfig {
@@ -44,6 +47,7 @@ impl std::fmt::Debug for ProxyConfig {
             .field("http", &self.http)
             .field("https", &self.https)
             .field("no_proxy", &self.no_proxy.0)
+            .field("direct_loopback", &self.direct_loopback)
             .finish()
     }
 }
@@ -91,6 +95,7 @@ impl ProxyConfig {
             http: Some(proxy.clone()),
             https: Some(proxy),
             no_proxy: NoProxy::default(),
+            direct_loopback: false,
         })
     }
 
@@ -117,8 +122,8 @@ impl ProxyConfig {
     /// (`example.com` or `.example.com`, both matching the domain and all its subdomains), an
     /// IP address or network (`10.0.0.0/8`, `::1`), each optionally with `:port` to bypass
     /// only that port (`[::1]:8080` for IPv6; `*.example.com` is read as `.example.com`).
-    /// Loopback addresses are proxied too unless
-    /// listed (`localhost,127.0.0.1,::1`). Entries that cannot be read are ignored, as curl
+    /// An explicit configuration proxies loopback addresses too unless they are listed
+    /// (`localhost,127.0.0.1,::1`); one read from the environment never does. Entries that cannot be read are ignored, as curl
     /// does.
     pub fn no_proxy(mut self, list: &str) -> ProxyConfig {
         self.no_proxy = NoProxy::parse(list);
@@ -128,7 +133,8 @@ impl ProxyConfig {
     /// The proxies of the process environment, as curl reads them: `https_proxy` (then
     /// `HTTPS_PROXY`) for `https://` agents, `http_proxy` (then `HTTP_PROXY`) for `http://`
     /// agents, `all_proxy` (then `ALL_PROXY`) for either when its own variable is unset, and
-    /// `no_proxy` (then `NO_PROXY`) for the bypass list ([`ProxyConfig::no_proxy`]). Empty
+    /// `no_proxy` (then `NO_PROXY`) for the bypass list ([`ProxyConfig::no_proxy`]); loopback
+    /// destinations (`localhost`, `127.0.0.0/8`, `::1`) always connect directly. Empty
     /// variables count as unset; without any, this is [`ProxyConfig::none`]. A variable holding
     /// an unusable URL (another scheme than `http://`, no host, a bad port) is an error naming
     /// the variable, never a silent direct connection.
@@ -160,12 +166,15 @@ impl ProxyConfig {
             no_proxy: first(&NO_PROXY_VARS)
                 .map(|(_, v)| NoProxy::parse(&v))
                 .unwrap_or_default(),
+            direct_loopback: true,
         })
     }
 
-    /// Whether connections to `host:port` bypass the proxy ([`ProxyConfig::no_proxy`]).
+    /// Whether connections to `host:port` bypass the proxy: listed in
+    /// [`ProxyConfig::no_proxy`], or a loopback destination (`localhost`, `127.0.0.0/8`,
+    /// `::1`) of a configuration read from the environment.
     pub fn bypasses(&self, host: &str, port: u16) -> bool {
-        self.no_proxy.matches(host, port)
+        (self.direct_loopback && is_loopback(host)) || self.no_proxy.matches(host, port)
     }
 
     /// The proxy a connection to the origin goes through, if any.
@@ -173,6 +182,18 @@ impl ProxyConfig {
         let proxy = if https { &self.https } else { &self.http };
         proxy.as_ref().filter(|_| !self.bypasses(host, port))
     }
+}
+
+/// `localhost` (and its subdomains) or a loopback IP literal.
+fn is_loopback(host: &str) -> bool {
+    let host = host
+        .trim_start_matches('[')
+        .trim_end_matches(']')
+        .trim_end_matches('.')
+        .to_ascii_lowercase();
+    host == "localhost"
+        || host.ends_with(".localhost")
+        || host.parse::<IpAddr>().is_ok_and(|ip| ip.is_loopback())
 }
 
 impl Proxy {
@@ -519,6 +540,36 @@ mod tests {
         config
             .proxy_for(https, host, port)
             .map(|p| authority(&p.host, p.port))
+    }
+
+    #[test]
+    fn the_environment_never_proxies_loopback_but_an_explicit_proxy_does() {
+        let from_env = env(&[("all_proxy", "http://p:3128")]).unwrap();
+        for host in [
+            "127.0.0.1",
+            "127.8.9.10",
+            "[::1]",
+            "localhost",
+            "LOCALHOST.",
+            "a.localhost",
+        ] {
+            assert_eq!(target(&from_env, false, host, 80), None, "{host}");
+            assert!(from_env.bypasses(host, 80), "{host}");
+        }
+        for host in ["10.0.0.1", "localhost.example", "notlocalhost", "[::2]"] {
+            assert_eq!(
+                target(&from_env, true, host, 443).as_deref(),
+                Some("p:3128"),
+                "{host}"
+            );
+        }
+        let explicit = ProxyConfig::new("http://p:3128").unwrap();
+        assert_eq!(
+            target(&explicit, false, "127.0.0.1", 80).as_deref(),
+            Some("p:3128"),
+            "an explicit proxy is asked to reach a loopback agent too"
+        );
+        assert!(!explicit.bypasses("localhost", 80));
     }
 
     #[test]
