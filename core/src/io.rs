@@ -91,6 +91,11 @@ pub enum TransportErrorKind {
     Io,
     /// Authentication headers could not be produced (provider error, missing credentials).
     Auth,
+    /// The engine restarted while the exchange was open: whether its request reached the
+    /// agent is unknown, and its answer is lost. A send is looked up like any send whose
+    /// outcome is unknown; when the lookup finds no task, the same message (same `messageId`)
+    /// is sent again.
+    Restarted,
     /// Anything else.
     Other,
 }

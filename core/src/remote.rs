@@ -56,7 +56,7 @@ use crate::host::{
     NegotiationReply, NegotiationRequest, TaskExecutionResult, TaskRequest, TaskStatus, codes,
 };
 use crate::ids::{CallId, OpId, TaskKey};
-use crate::io::{Correlation, Input, OpPurpose, Output, TransportError};
+use crate::io::{Correlation, Input, OpPurpose, Output, TransportError, TransportErrorKind};
 use crate::machine::{CallOwner, Ctx, OpEntry, TimerKey, emit};
 use crate::retry::{self, Attempts, FailedExchange, Fault, Recovery, RetryAttempt};
 use crate::time::Timestamp;
@@ -161,6 +161,9 @@ pub(crate) struct Invocation {
     attempts: Attempts,
     /// The failure an unknown-outcome send gives when the task lookup does not find its task.
     lookup_failure: Option<Box<Failure>>,
+    /// The pending lookup follows a restart of the engine: finding no task resends the last
+    /// message instead of failing (the agent can de-duplicate it by its `messageId`).
+    resend_if_not_found: bool,
 }
 
 impl Invocation {
@@ -222,6 +225,7 @@ impl Invocation {
             subscribe_unsupported: false,
             attempts: Attempts::default(),
             lookup_failure: None,
+            resend_if_not_found: false,
         }
     }
 
@@ -369,6 +373,9 @@ impl Invocation {
         }
         if recovery == Recovery::Lookup {
             self.lookup_failure = Some(Box::new(failure));
+            if matches!(fault, Fault::Transport(TransportErrorKind::Restarted)) {
+                self.resend_if_not_found = true;
+            }
         }
         Ok(None)
     }
@@ -729,7 +736,13 @@ impl Invocation {
                 ResponseItem::End { .. } => {
                     env.ctx.ops.remove(&op);
                     let original = self.lookup_failure.take();
+                    let resend = std::mem::take(&mut self.resend_if_not_found);
                     if self.remote_task_id.is_none() {
+                        if let (true, Some(sent)) = (resend, self.last_send.clone()) {
+                            // After a restart, no task means the message never became one.
+                            self.send_message(sent.message, &sent.extensions, sent.purpose, env)?;
+                            return Ok(None);
+                        }
                         let failure = original.map_or_else(
                             || Failure::new(codes::REMOTE_NO_RESPONSE, "no task found"),
                             |f| *f,

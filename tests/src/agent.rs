@@ -189,6 +189,12 @@ pub enum AgentFault {
     Refused,
     /// Process the request, then break the connection before any response byte.
     Reset,
+    /// The engine restarts while the request is on its way: the agent never sees it, and the
+    /// engine reports the exchange as `Restarted`. In the simulator only.
+    RestartBefore,
+    /// The engine restarts after the agent processed the request, before any response byte:
+    /// the exchange is reported as `Restarted`. In the simulator only.
+    RestartAfter,
     /// Process the request, send the head and the first `n` body chunks, then break the
     /// connection.
     CutAfter(usize),
@@ -582,6 +588,12 @@ impl ScriptedAgent {
                 kind: TransportErrorKind::Connect,
             };
         }
+        if fault == AgentFault::RestartBefore {
+            return AgentReply::TransportError {
+                delay: Duration::ZERO,
+                kind: TransportErrorKind::Restarted,
+            };
+        }
         let refusal = match fault {
             AgentFault::Unavailable { retry_after } => Some((503, retry_after)),
             AgentFault::TooManyRequests { retry_after } => Some((429, retry_after)),
@@ -646,7 +658,12 @@ impl ScriptedAgent {
         match fault {
             AgentFault::Unavailable { .. }
             | AgentFault::TooManyRequests { .. }
-            | AgentFault::Refused => unreachable!("answered above"),
+            | AgentFault::Refused
+            | AgentFault::RestartBefore => unreachable!("answered above"),
+            AgentFault::RestartAfter => AgentReply::TransportError {
+                delay: Duration::ZERO,
+                kind: TransportErrorKind::Restarted,
+            },
             AgentFault::Reset => AgentReply::TransportError {
                 delay: Duration::ZERO,
                 kind: TransportErrorKind::Io,

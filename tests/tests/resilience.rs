@@ -537,3 +537,39 @@ fn a_retry_due_exactly_at_the_deadline_is_not_made() {
     let out = run(agent, config);
     assert!(out.result().success, "{:?}", out.result().history);
 }
+
+#[test]
+fn after_a_restart_a_send_the_agent_never_saw_goes_again_with_the_same_message_id() {
+    // The lookup finds no task in the message's context: the message never became a task, so
+    // it is sent again, and the agent can tell it is the same one.
+    let agent = ScriptedAgent::new("a").fault_on("SendMessage", 1, AgentFault::RestartBefore);
+    let out = run(agent, RunConfig::default());
+    assert!(out.result().success, "{:?}", out.result().error);
+    assert_eq!(out.requests_to("a", "ListTasks").len(), 1);
+    assert_eq!(out.requests_to("a", "SendMessage").len(), 2);
+    assert_eq!(
+        message_id(&out, "SendMessage", 0),
+        message_id(&out, "SendMessage", 1)
+    );
+}
+
+#[test]
+fn after_a_restart_a_send_the_agent_processed_is_found_and_never_sent_again() {
+    let agent = ScriptedAgent::new("a").fault_on("SendMessage", 1, AgentFault::RestartAfter);
+    let out = run(agent, RunConfig::default());
+    assert!(out.result().success, "{:?}", out.result().error);
+    assert_eq!(out.requests_to("a", "ListTasks").len(), 1);
+    assert_eq!(out.requests_to("a", "SendMessage").len(), 1);
+}
+
+#[test]
+fn a_lost_answer_without_a_restart_still_fails_when_the_lookup_finds_nothing() {
+    // Outside a restart nothing changes: an unknown outcome is never resent.
+    let plain = ScriptedAgent::new("a")
+        .by_default(Plan::BareMessage("hi"))
+        .fault_on("SendMessage", 1, AgentFault::Reset);
+    let out = run(plain, RunConfig::default());
+    assert_eq!(out.requests_to("a", "SendMessage").len(), 1);
+    assert_eq!(out.requests_to("a", "ListTasks").len(), 1);
+    assert!(!out.result().success);
+}
