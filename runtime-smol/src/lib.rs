@@ -53,6 +53,9 @@ use a2at_driver::{BoxFuture, Runtime};
 use tracing::instrument::WithSubscriber;
 
 a2at_driver::runtime_api!(Smol);
+/// The SQLite journal store of durable runs (feature `sqlite`, on by default).
+#[cfg(feature = "sqlite")]
+pub use a2at_driver::{Durability, SqliteJournal};
 
 /// The smol runtime as the driver sees it: tasks on smol's global executor, the `std` clock
 /// with `async-io` timers, smol's blocking pool and `async-net` TCP. Works from any thread.

@@ -31,6 +31,7 @@ macro_rules! runtime_api {
             Reattachment, RequestHook, RunHandle, SeedSource, SubscriptionCompletion,
             TaskSubscription, TlsConfig, load_credentials,
         };
+        pub use $crate::{JOURNAL_FAILED, JournalError, JournalStore, RunSummary, StoredRun};
 
         /// The engine on this runtime: validated cards, settings, the HTTP client and the
         /// concurrency limits, shared by every run. See [`a2at_driver::Engine`].

@@ -32,6 +32,7 @@ use crate::events::{
     ConversationClosed, ConversationHook, EventHook, EventSink, OnFinish, OnFinishError, RunHandle,
 };
 use crate::http::{HttpClient, RequestHook};
+use crate::journal::{JournalError, JournalStore, Journaling};
 use crate::lifecycle::{ENGINE_CLOSED, Registry};
 use crate::proxy::ProxyConfig;
 use crate::run_loop::Cancel;
@@ -548,7 +549,26 @@ impl<R: Runtime> Engine<R> {
             events: None,
             config_edits: Vec::new(),
             map_events: None,
+            journal: None,
         }
+    }
+
+    /// Continues run `run_id` from its journal in `store`, after the engine process that ran
+    /// it died: the journal is replayed without carrying anything out again, then the run
+    /// goes on live (see [`crate::journal`] for what is asked and sent again). The handle's
+    /// events start after the restart. The engine's cards must still reach the agents.
+    pub async fn resume<C: ControlPoint + 'static>(
+        &self,
+        store: Arc<dyn JournalStore>,
+        run_id: &str,
+        control_point: Arc<C>,
+    ) -> Result<RunHandle, JournalError> {
+        crate::journal::resume(self, store, run_id, control_point).await
+    }
+
+    /// The conversation close hook every run of this engine calls.
+    pub(crate) fn conversation_hook(&self) -> Option<ConversationHook> {
+        self.inner.on_conversation_closed.clone()
     }
 
     /// Runs a workflow to its end: the convenience form of
@@ -678,6 +698,7 @@ pub struct RunBuilder<R, C> {
     /// checked and started (each setting is declared once, in `RunConfig`).
     config_edits: Vec<ConfigEdit>,
     map_events: Option<EventHook>,
+    journal: Option<Arc<dyn JournalStore>>,
 }
 
 impl<R, C> std::fmt::Debug for RunBuilder<R, C> {
@@ -740,6 +761,15 @@ impl<R: Runtime, C: ControlPoint + 'static> RunBuilder<R, C> {
     /// stops the recording; it never affects the run.
     pub fn record(mut self, writer: impl std::io::Write + Send + 'static) -> Self {
         self.trace = Some(Box::new(writer));
+        self
+    }
+
+    /// Makes the run durable: every input is appended to a journal in `store` before what it
+    /// causes is carried out, so [`Engine::resume`] can continue the run after a crash. The
+    /// run's execution id names it in the store and must be new there (a fixed seed repeats
+    /// it); a journal that cannot be written stops the run with `run.journal_failed`.
+    pub fn journal(mut self, store: Arc<dyn JournalStore>) -> Self {
+        self.journal = Some(store);
         self
     }
 
@@ -828,6 +858,15 @@ impl<R: Runtime, C: ControlPoint + 'static> RunBuilder<R, C> {
                 &self.start,
             )
         });
+        let mut journal = self.journal.filter(|_| slot.is_some()).map(|store| {
+            Journaling::new_run(
+                store,
+                &self.workflow,
+                &self.engine.inner.directory,
+                &config,
+                &self.start,
+            )
+        });
         let run = Run::new(
             self.workflow,
             self.engine.inner.directory.clone(),
@@ -835,6 +874,9 @@ impl<R: Runtime, C: ControlPoint + 'static> RunBuilder<R, C> {
             self.start,
         );
         let execution_id = run.execution_id().to_owned();
+        if let Some(j) = &mut journal {
+            j.set_run_id(&execution_id);
+        }
         let Some((ticket, close_rx)) = slot else {
             tracing::warn!(%execution_id, "run refused: the engine is closed");
             return refused(
@@ -863,6 +905,7 @@ impl<R: Runtime, C: ControlPoint + 'static> RunBuilder<R, C> {
             recorder,
             ticket: Some(ticket),
             on_conversation_closed: self.engine.inner.on_conversation_closed.clone(),
+            journal,
         };
         let span = tracing::info_span!("a2at_run", %execution_id, seed);
         R::spawn(

@@ -101,6 +101,9 @@ mod events;
 mod extension;
 mod http;
 mod http2;
+pub mod journal;
+#[cfg(feature = "sqlite")]
+mod journal_sqlite;
 mod lifecycle;
 mod proxy;
 mod run_loop;
@@ -132,6 +135,9 @@ pub use extension::{
     NotificationSubscription, Reattachment, SubscriptionCompletion,
 };
 pub use http::{HttpClient, RequestHook};
+pub use journal::{JOURNAL_FAILED, JournalError, JournalStore, RunSummary, StoredRun};
+#[cfg(feature = "sqlite")]
+pub use journal_sqlite::{Durability, SqliteJournal};
 pub use lifecycle::{CloseMode, CloseReport, ENGINE_CLOSED};
 pub use proxy::ProxyConfig;
 pub use runtime::{BoxFuture, Runtime};

@@ -23,6 +23,7 @@ use futures::{FutureExt, SinkExt, StreamExt};
 use std::io::Write;
 
 use crate::events::{ConversationClosed, ConversationHook, EventHook, EventSink, OnFinish};
+use crate::journal::{Journaling, Resumed};
 use crate::lifecycle::RunTicket;
 use crate::runtime::{BoxFuture, Runtime, elapsed};
 use crate::transport::Transport;
@@ -51,6 +52,8 @@ pub(crate) struct Driver<R, C> {
     pub(crate) ticket: Option<RunTicket>,
     /// Called once per finished conversation.
     pub(crate) on_conversation_closed: Option<ConversationHook>,
+    /// The run's write-ahead journal, when it is durable.
+    pub(crate) journal: Option<Journaling>,
 }
 
 /// Writes the run's trace: every input the driver feeds the core and every output it drains.
@@ -144,6 +147,8 @@ enum Wake {
 /// Shared by every driver loop (runs and extension operations) so the wake-up rules exist once.
 pub(crate) struct Waiter<R> {
     epoch: std::time::Instant,
+    /// The machine's time at `epoch` (non-zero for a run resumed from its journal).
+    offset: Duration,
     cancel: Option<Cancel>,
     sleep: Option<BoxFuture<()>>,
     armed: Option<Timestamp>,
@@ -153,8 +158,14 @@ pub(crate) struct Waiter<R> {
 impl<R: Runtime> Waiter<R> {
     /// Starts the machine's clock now; `cancel` resolving (sent or dropped) means cancel.
     pub(crate) fn new(cancel: impl Into<Cancel>) -> Waiter<R> {
+        Waiter::starting_at(cancel, Duration::ZERO)
+    }
+
+    /// Like [`Waiter::new`], with the machine's clock reading `offset` now.
+    pub(crate) fn starting_at(cancel: impl Into<Cancel>, offset: Duration) -> Waiter<R> {
         Waiter {
             epoch: R::now(),
+            offset,
             cancel: Some(cancel.into()),
             sleep: None,
             armed: None,
@@ -164,7 +175,7 @@ impl<R: Runtime> Waiter<R> {
 
     /// Microseconds since the machine's epoch.
     pub(crate) fn now(&self) -> Timestamp {
-        stamp::<R>(self.epoch)
+        stamp::<R>(self.epoch).saturating_add(self.offset)
     }
 
     /// The next input (`Input::Cancel` for the cancel signal) or `None` when the deadline fired,
@@ -176,14 +187,14 @@ impl<R: Runtime> Waiter<R> {
     ) -> (Timestamp, Option<Input>) {
         if deadline != self.armed {
             self.armed = deadline;
-            let epoch = self.epoch;
-            self.sleep =
-                deadline.map(
-                    |d| match epoch.checked_add(Duration::from_micros(d.as_micros())) {
-                        Some(at) => R::sleep_until(at),
-                        None => std::future::pending().boxed(),
-                    },
-                );
+            let (epoch, offset) = (self.epoch, self.offset);
+            self.sleep = deadline.map(|d| {
+                let after = Duration::from_micros(d.as_micros()).saturating_sub(offset);
+                match epoch.checked_add(after) {
+                    Some(at) => R::sleep_until(at),
+                    None => std::future::pending().boxed(),
+                }
+            });
         }
         let wake = std::future::poll_fn(|cx| {
             if let Some(c) = self.cancel.as_mut() {
@@ -228,8 +239,30 @@ pub(crate) fn stamp_event(event: Event) -> EventEnvelope {
 
 impl<R: Runtime, C: ControlPoint + 'static> Driver<R, C> {
     /// Drives `run` to its end. `cancel` resolving (sent or dropped) cancels it.
-    pub(crate) async fn drive(mut self, mut run: Run, cancel: Cancel) -> ExecutionResult {
-        let mut waiter = Waiter::<R>::new(cancel);
+    pub(crate) async fn drive(self, run: Run, cancel: Cancel) -> ExecutionResult {
+        let resumed = Resumed {
+            offset: Duration::ZERO,
+            reask: Vec::new(),
+            tasks_seen: 0,
+        };
+        self.drive_from(run, cancel, resumed).await
+    }
+
+    /// Drives `run` to its end from where `resumed` says it stands: its clock, the host calls
+    /// to ask again, the conversations already reported.
+    pub(crate) async fn drive_from(
+        mut self,
+        mut run: Run,
+        cancel: Cancel,
+        resumed: Resumed,
+    ) -> ExecutionResult {
+        let Resumed {
+            offset,
+            reask,
+            tasks_seen,
+        } = resumed;
+        let mut reask = Some(reask);
+        let mut waiter = Waiter::<R>::starting_at(cancel, offset);
         let (tx, mut rx) = mpsc::channel::<Input>(COMPLETION_QUEUE);
         // Every spawned exchange and callback, by the id the core may abort it with.
         let mut ops: BTreeMap<OpId, AbortHandle> = BTreeMap::new();
@@ -237,8 +270,23 @@ impl<R: Runtime, C: ControlPoint + 'static> Driver<R, C> {
         let mut collected: Vec<EventEnvelope> = Vec::new();
         // Conversations already reported to the close hook, and finished tasks looked at.
         let mut closed_contexts: BTreeSet<String> = BTreeSet::new();
-        let mut tasks_seen = 0usize;
+        let mut tasks_seen = tasks_seen;
         loop {
+            // Write-ahead: what this turn fed the core is durable before any of its outputs
+            // (and the conversation hook they may call) is carried out.
+            if let Some(journal) = &mut self.journal {
+                if let Err(error) = journal.commit::<R>().await {
+                    tracing::error!(%error, "the run's journal cannot be written: the run stops here");
+                    ops.values()
+                        .chain(calls.values())
+                        .for_each(AbortHandle::abort);
+                    return Journaling::failed(run.execution_id(), &error);
+                }
+            }
+            for (call, request) in reask.take().into_iter().flatten() {
+                let task = call_host(self.control_point.clone(), call, request, tx.clone());
+                calls.insert(call, spawn_abortable::<R>(task));
+            }
             self.close_conversations(&run, &mut tasks_seen, &mut closed_contexts);
             while let Some(output) = run.poll_output() {
                 Recorder::write(&mut self.recorder, |w| w.output(&output));
@@ -285,6 +333,9 @@ impl<R: Runtime, C: ControlPoint + 'static> Driver<R, C> {
                         ops.values()
                             .chain(calls.values())
                             .for_each(AbortHandle::abort);
+                        if let Some(journal) = &mut self.journal {
+                            journal.finish::<R>().await;
+                        }
                         return self.finish(*result, collected).await;
                     }
                     other => tracing::warn!(?other, "output not understood by this runtime"),
@@ -327,6 +378,9 @@ impl<R: Runtime, C: ControlPoint + 'static> Driver<R, C> {
                     _ => {}
                 }
                 Recorder::write(&mut self.recorder, |w| w.input(now, &input));
+                if let Some(journal) = &mut self.journal {
+                    journal.input(now, &input);
+                }
                 if let Err(misuse) = run.handle(input, now) {
                     tracing::error!(%misuse, "the core rejected an input (runtime bug)");
                 }
@@ -334,6 +388,9 @@ impl<R: Runtime, C: ControlPoint + 'static> Driver<R, C> {
             // Expiry is decided by the clock, not by which future woke us.
             if run.poll_timeout().is_some_and(|d| d <= now) {
                 Recorder::write(&mut self.recorder, |w| w.timeout(now));
+                if let Some(journal) = &mut self.journal {
+                    journal.timeout(now);
+                }
                 if let Err(misuse) = run.handle_timeout(now) {
                     tracing::error!(%misuse, "the core rejected a timeout (runtime bug)");
                 }
