@@ -12,6 +12,7 @@ pub mod engine_api;
 pub mod extension;
 pub mod http_runs;
 pub mod interop;
+pub mod journal;
 pub mod lifecycle;
 pub mod protocol_log;
 pub mod proxy;
@@ -296,6 +297,23 @@ macro_rules! proxy_suite {
                 extension_senders_from_the_engine_share_its_proxy_and_hook,
                 discovery_goes_through_the_proxy_and_the_hook,
                 grpc_over_tls_negotiates_h2_inside_the_tunnel,
+            ]
+        );
+    };
+}
+
+/// Instantiates the journal suite (durable runs: write-ahead journal, resume, damaged journals)
+/// on a [`TestRuntime`](crate::runtime::TestRuntime).
+#[macro_export]
+macro_rules! journal_suite {
+    ($rt:ty) => {
+        $crate::__suite_tests!(
+            $rt,
+            journal,
+            [
+                a_journaled_run_ends_as_an_unjournaled_one,
+                a_run_stopped_at_any_append_resumes_to_the_same_result,
+                a_truncated_or_garbled_journal_is_a_typed_error_naming_the_line,
             ]
         );
     };

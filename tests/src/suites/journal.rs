@@ -1,0 +1,383 @@
+//! Durable runs over real HTTP: a journaled run ends as an unjournaled one, a run whose
+//! engine stops at any append resumes to the same result without sending a message twice,
+//! and a damaged journal is a typed error.
+
+use std::path::Path;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::Duration;
+
+use a2at_core::RetryPolicy;
+use a2at_core::host::MessageContent;
+use a2at_core::result::ExecutionResult;
+use a2at_core::workflow::{ValidatedWorkflow, parse_and_validate};
+use a2at_driver::{
+    BuiltControlPoint, ControlPointBuilder, JOURNAL_FAILED, JournalError, JournalStore, RunSummary,
+    SqliteJournal, StoredRun,
+};
+use serde_json::{Value, json};
+
+use crate::loopback::LoopbackServer;
+use crate::runtime::TestRuntime;
+use crate::{Plan, ScriptedAgent};
+
+type Engine<T> = a2at_driver::Engine<<T as TestRuntime>::Rt>;
+
+const SEED: u64 = 21;
+
+/// A chain of two steps, the second with two parallel subtasks on two bindings; the agents
+/// keep their tasks WORKING for a poll or two, so the journal holds sends, stream events,
+/// polls and timer firings.
+fn chain() -> Arc<ValidatedWorkflow> {
+    Arc::new(
+        parse_and_validate(
+            &json!({"name": "chain", "steps": [
+                {"name": "a", "subtasks": [{"agent": "alpha", "description": "first"}],
+                 "next": [{"step": "b"}]},
+                {"name": "b", "subtasks": [
+                    {"agent": "beta", "description": "second"},
+                    {"agent": "alpha", "description": "third"}]}
+            ]})
+            .to_string(),
+        )
+        .expect("valid workflow"),
+    )
+}
+
+fn agents() -> Vec<ScriptedAgent> {
+    vec![
+        ScriptedAgent::new("alpha").by_default(Plan::States(vec![
+            "TASK_STATE_WORKING",
+            "TASK_STATE_COMPLETED",
+        ])),
+        ScriptedAgent::new("beta").rest().streaming(),
+    ]
+}
+
+fn echo_host() -> Arc<BuiltControlPoint> {
+    Arc::new(
+        ControlPointBuilder::new()
+            .on_task(|req| async move { Ok(MessageContent::text(req.instruction)) })
+            .build(),
+    )
+}
+
+fn engine<T: TestRuntime>(server: &LoopbackServer) -> Engine<T> {
+    Engine::<T>::builder(server.cards())
+        .poll_interval(Duration::from_millis(5))
+        .retry(RetryPolicy {
+            attempts: 5,
+            base_delay: Duration::from_millis(5),
+            max_delay: Duration::from_millis(20),
+        })
+        .build()
+        .expect("engine")
+}
+
+/// The result with its history in a stable order: parallel subtasks finish in any order.
+fn normalised(mut result: ExecutionResult) -> ExecutionResult {
+    result
+        .history
+        .sort_by(|a, b| (&a.step_name, a.subtask_index).cmp(&(&b.step_name, b.subtask_index)));
+    result
+}
+
+/// The result as JSON with every context id blanked. A restart is a fault the core retries,
+/// and a retry's jitter is drawn from the run's seeded generator, so the context ids the run
+/// draws after a restart differ from the uncrashed run's; everything else must be equal.
+fn without_context_ids(result: &ExecutionResult) -> Value {
+    fn blank(v: &mut Value) {
+        match v {
+            Value::Object(m) => {
+                for (k, v) in m.iter_mut() {
+                    if (k == "contextId" || k == "context_id") && v.is_string() {
+                        *v = Value::String("<context>".into());
+                    } else {
+                        blank(v);
+                    }
+                }
+            }
+            Value::Array(a) => a.iter_mut().for_each(blank),
+            _ => {}
+        }
+    }
+    let mut v = serde_json::to_value(result).expect("a result is JSON");
+    blank(&mut v);
+    v
+}
+
+/// Every `messageId` the agents received in a send, with how often.
+fn duplicate_sends(server: &LoopbackServer) -> Vec<String> {
+    let mut seen = std::collections::BTreeMap::<String, usize>::new();
+    for agent in ["alpha", "beta"] {
+        for req in server.requests(agent) {
+            if !req.method.starts_with("Send") {
+                continue;
+            }
+            if let Some(id) = req
+                .message()
+                .and_then(|m| m.get("messageId"))
+                .and_then(|v| v.as_str())
+            {
+                *seen.entry(id.to_owned()).or_default() += 1;
+            }
+        }
+    }
+    seen.into_iter()
+        .filter(|(_, n)| *n > 1)
+        .map(|(id, _)| id)
+        .collect()
+}
+
+/// The SQLite journal, failing every append from the `at`-th on as if the process died
+/// there: nothing of that turn is written, and the run loop carries none of it out.
+struct StopAt {
+    inner: SqliteJournal,
+    at: usize,
+    appends: AtomicUsize,
+}
+
+impl JournalStore for StopAt {
+    fn create_run(&self, run_id: &str, header: &str, at: u64) -> Result<(), JournalError> {
+        self.inner.create_run(run_id, header, at)
+    }
+
+    fn append(&self, run_id: &str, first: u64, lines: &[String]) -> Result<(), JournalError> {
+        if self.appends.fetch_add(1, Ordering::SeqCst) + 1 >= self.at {
+            return Err(JournalError::Store("the engine process died".into()));
+        }
+        self.inner.append(run_id, first, lines)
+    }
+
+    fn load(&self, run_id: &str) -> Result<StoredRun, JournalError> {
+        self.inner.load(run_id)
+    }
+
+    fn list(&self) -> Result<Vec<RunSummary>, JournalError> {
+        self.inner.list()
+    }
+
+    fn mark_finished(&self, run_id: &str) -> Result<(), JournalError> {
+        self.inner.mark_finished(run_id)
+    }
+}
+
+fn stop_at(path: &Path, at: usize) -> Arc<StopAt> {
+    Arc::new(StopAt {
+        inner: SqliteJournal::open(path).expect("journal"),
+        at,
+        appends: AtomicUsize::new(0),
+    })
+}
+
+/// The chain without a journal, on fresh agents.
+async fn baseline<T: TestRuntime>() -> ExecutionResult {
+    let server = LoopbackServer::start(agents()).await;
+    let result = engine::<T>(&server)
+        .run(chain(), echo_host())
+        .seed(SEED)
+        .execute()
+        .await;
+    assert!(result.success, "{:?}", result.error);
+    normalised(result)
+}
+
+pub fn a_journaled_run_ends_as_an_unjournaled_one<T: TestRuntime>() {
+    T::block_on(async {
+        let expected = baseline::<T>().await;
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join("runs.db");
+        let server = LoopbackServer::start(agents()).await;
+        let store = Arc::new(SqliteJournal::open(&path).expect("journal"));
+        let result = engine::<T>(&server)
+            .run(chain(), echo_host())
+            .seed(SEED)
+            .journal(store.clone())
+            .execute()
+            .await;
+        assert_eq!(normalised(result), expected);
+        // The journal is complete and closed: a header, the inputs, the end.
+        let runs = store.list().expect("list");
+        assert_eq!(runs.len(), 1);
+        assert_eq!(runs[0].run_id, expected.execution_id);
+        assert!(runs[0].finished);
+        assert!(runs[0].lines > 6, "{} lines", runs[0].lines);
+        let again = engine::<T>(&server)
+            .resume(store.clone(), &expected.execution_id, echo_host())
+            .await;
+        assert!(
+            matches!(again, Err(JournalError::Finished { .. })),
+            "{:?}",
+            again.err()
+        );
+        // The same execution id cannot be journaled twice: the run stops before any send.
+        let sends = server.total_requests();
+        let twice = engine::<T>(&server)
+            .run(chain(), echo_host())
+            .seed(SEED)
+            .journal(store)
+            .execute()
+            .await;
+        assert_eq!(twice.error.expect("refused").code, JOURNAL_FAILED);
+        assert_eq!(server.total_requests(), sends);
+    })
+}
+
+pub fn a_run_stopped_at_any_append_resumes_to_the_same_result<T: TestRuntime>() {
+    T::block_on(async {
+        let expected = baseline::<T>().await;
+        // How many turns the run journals when nothing stops it.
+        let appends = {
+            let dir = tempfile::tempdir().expect("tempdir");
+            let server = LoopbackServer::start(agents()).await;
+            let store = stop_at(&dir.path().join("runs.db"), usize::MAX);
+            let result = engine::<T>(&server)
+                .run(chain(), echo_host())
+                .seed(SEED)
+                .journal(store.clone())
+                .execute()
+                .await;
+            assert!(result.success, "{:?}", result.error);
+            store.appends.load(Ordering::SeqCst)
+        };
+        assert!(appends > 5, "{appends} appends");
+        let (mut resent, mut stops) = (0, 0);
+        for at in 1..=appends {
+            let dir = tempfile::tempdir().expect("tempdir");
+            let path = dir.path().join("runs.db");
+            let server = LoopbackServer::start(agents()).await;
+            let stopped = engine::<T>(&server)
+                .run(chain(), echo_host())
+                .seed(SEED)
+                .journal(stop_at(&path, at))
+                .execute()
+                .await;
+            if stopped.success {
+                // Turns group inputs as they arrive: this run needed fewer appends.
+                assert_eq!(
+                    without_context_ids(&normalised(stopped)),
+                    without_context_ids(&expected)
+                );
+                continue;
+            }
+            assert_eq!(
+                stopped.error.as_ref().map(|e| e.code.as_str()),
+                Some(JOURNAL_FAILED),
+                "stopped at append {at}"
+            );
+            stops += 1;
+            // A new engine, as a new process would build it, continues from the file.
+            let store = Arc::new(SqliteJournal::open(&path).expect("journal"));
+            // Kept until the end: dropping the last clone of an engine cancels its runs.
+            let resumed = engine::<T>(&server);
+            let handle = resumed
+                .resume(store.clone(), &stopped.execution_id, echo_host())
+                .await
+                .unwrap_or_else(|e| panic!("resume after append {at}: {e}"));
+            let result = normalised(handle.result().await);
+            assert_eq!(
+                without_context_ids(&result),
+                without_context_ids(&expected),
+                "stopped at append {at}"
+            );
+            let duplicates = duplicate_sends(&server);
+            assert!(
+                duplicates.is_empty(),
+                "stopped at append {at}: sent twice: {duplicates:?}"
+            );
+            assert!(store.list().expect("list")[0].finished);
+            resent += server
+                .requests("alpha")
+                .iter()
+                .chain(&server.requests("beta"))
+                .filter(|r| r.method == "ListTasks" || r.method == "GetTask")
+                .count();
+        }
+        // Some stop left a send or a poll in flight, which the resumed run found again.
+        assert!(resent > 0);
+        assert!(stops * 2 > appends, "{stops} of {appends} runs stopped");
+    })
+}
+
+/// A store holding one journal as given, to damage it.
+struct Fixed(StoredRun);
+
+impl JournalStore for Fixed {
+    fn create_run(&self, _: &str, _: &str, _: u64) -> Result<(), JournalError> {
+        Err(JournalError::Store("read-only".into()))
+    }
+
+    fn append(&self, _: &str, _: u64, _: &[String]) -> Result<(), JournalError> {
+        Err(JournalError::Store("read-only".into()))
+    }
+
+    fn load(&self, _: &str) -> Result<StoredRun, JournalError> {
+        Ok(self.0.clone())
+    }
+
+    fn list(&self) -> Result<Vec<RunSummary>, JournalError> {
+        Ok(Vec::new())
+    }
+
+    fn mark_finished(&self, _: &str) -> Result<(), JournalError> {
+        Ok(())
+    }
+}
+
+pub fn a_truncated_or_garbled_journal_is_a_typed_error_naming_the_line<T: TestRuntime>() {
+    T::block_on(async {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join("runs.db");
+        let server = LoopbackServer::start(agents()).await;
+        let stopped = engine::<T>(&server)
+            .run(chain(), echo_host())
+            .seed(SEED)
+            .journal(stop_at(&path, 6))
+            .execute()
+            .await;
+        let id = stopped.execution_id;
+        let journal = SqliteJournal::open(&path)
+            .expect("journal")
+            .load(&id)
+            .expect("load");
+        let n = journal.lines.len() as u64;
+        assert_eq!(n, 5, "five turns journaled");
+        let resume = |damaged: StoredRun| {
+            let engine = engine::<T>(&server);
+            let id = id.clone();
+            async move {
+                engine
+                    .resume(Arc::new(Fixed(damaged)), &id, echo_host())
+                    .await
+                    .err()
+            }
+        };
+        let corrupt_at = |e: Option<JournalError>| match e {
+            Some(JournalError::Corrupt { run_id, line, .. }) => {
+                assert_eq!(run_id, id);
+                line
+            }
+            other => panic!("expected a corrupt journal, got {other:?}"),
+        };
+        // The last line cut in the middle, as a crash during a plain-file write leaves it.
+        let mut truncated = journal.clone();
+        let last = truncated.lines.last_mut().expect("a line");
+        last.truncate(last.len() / 2);
+        assert_eq!(corrupt_at(resume(truncated).await), n);
+        // A line in the middle garbled into JSON that is no input.
+        let mut garbled = journal.clone();
+        garbled.lines[2] = r#"{"t":5,"in":{"type":"no_such_input"}}"#.into();
+        assert_eq!(corrupt_at(resume(garbled).await), 3);
+        // Two lines in one.
+        let mut joined = journal.clone();
+        joined.lines[1] = format!("{}\n{}", joined.lines[1], joined.lines[1]);
+        assert_eq!(corrupt_at(resume(joined).await), 2);
+        // A header that does not rebuild the run.
+        let mut header = journal.clone();
+        header.header = header.header.replacen("\"seed\"", "\"sead\"", 1);
+        assert_eq!(corrupt_at(resume(header).await), 0);
+        // The undamaged journal resumes.
+        let result = resume(journal).await;
+        assert!(result.is_none(), "{result:?}");
+    })
+}
