@@ -144,6 +144,10 @@ impl JournalStore for StopAt {
 
     fn append(&self, run_id: &str, first: u64, lines: &[String]) -> Result<(), JournalError> {
         if self.appends.fetch_add(1, Ordering::SeqCst) + 1 >= self.at {
+            // Exchanges already under way reach their agents before the process "dies", as
+            // they would before a real crash; a run loop that carried out this turn's outputs
+            // before journaling them would have sent them too (and send them again on resume).
+            std::thread::sleep(Duration::from_millis(30));
             return Err(JournalError::Store("the engine process died".into()));
         }
         self.inner.append(run_id, first, lines)
