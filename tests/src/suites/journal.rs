@@ -8,6 +8,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
 use a2at_core::RetryPolicy;
+use a2at_core::a2a::AgentCard;
 use a2at_core::host::MessageContent;
 use a2at_core::result::ExecutionResult;
 use a2at_core::workflow::{ValidatedWorkflow, parse_and_validate};
@@ -63,7 +64,11 @@ fn echo_host() -> Arc<BuiltControlPoint> {
 }
 
 fn engine<T: TestRuntime>(server: &LoopbackServer) -> Engine<T> {
-    Engine::<T>::builder(server.cards())
+    engine_for::<T>(server.cards())
+}
+
+fn engine_for<T: TestRuntime>(cards: Vec<AgentCard>) -> Engine<T> {
+    Engine::<T>::builder(cards)
         .poll_interval(Duration::from_millis(5))
         .retry(RetryPolicy {
             attempts: 5,
@@ -383,5 +388,116 @@ pub fn a_truncated_or_garbled_journal_is_a_typed_error_naming_the_line<T: TestRu
         // The undamaged journal resumes.
         let result = resume(journal).await;
         assert!(result.is_none(), "{result:?}");
+    })
+}
+
+/// Set in a child process of [`a_killed_engine_process_resumes_to_the_same_result`]: the
+/// cards and the journal file of the run it starts (JSON).
+const CHILD_ENV: &str = "A2AT_JOURNAL_CHILD";
+
+/// The child process: runs the chain against the given cards, journaling to the given file,
+/// until its parent kills it.
+fn child<T: TestRuntime>(spec: &str) {
+    let spec: Value = serde_json::from_str(spec).expect("child spec");
+    let cards = spec["cards"]
+        .as_array()
+        .expect("cards")
+        .iter()
+        .map(|c| AgentCard::from_json_value(c).expect("card"))
+        .collect();
+    let path = spec["journal"].as_str().expect("journal path").to_owned();
+    T::block_on(async move {
+        let store = Arc::new(SqliteJournal::open(&path).expect("journal"));
+        engine_for::<T>(cards)
+            .run(chain(), echo_host())
+            .seed(SEED)
+            .journal(store)
+            .execute()
+            .await;
+    });
+}
+
+/// A small seeded generator for the kill points (xorshift64).
+fn next(state: &mut u64) -> u64 {
+    *state ^= *state << 13;
+    *state ^= *state >> 7;
+    *state ^= *state << 17;
+    *state
+}
+
+pub fn a_killed_engine_process_resumes_to_the_same_result<T: TestRuntime>() {
+    const ROUNDS: usize = 8;
+    if let Ok(spec) = std::env::var(CHILD_ENV) {
+        return child::<T>(&spec);
+    }
+    T::block_on(async {
+        let expected = baseline::<T>().await;
+        let exe = std::env::current_exe().expect("the test binary");
+        let mut seed = 0x2121_2121_u64;
+        let mut killed = 0;
+        for _ in 0..ROUNDS {
+            let kill_at = 1 + next(&mut seed) % 28;
+            let dir = tempfile::tempdir().expect("tempdir");
+            let path = dir.path().join("runs.db");
+            let server = LoopbackServer::start(agents()).await;
+            let store = Arc::new(SqliteJournal::open(&path).expect("journal"));
+            let spec = json!({
+                "cards": server.cards().iter().map(AgentCard::to_json).collect::<Vec<_>>(),
+                "journal": path.to_str().expect("a UTF-8 path"),
+            });
+            // The same test binary, running only this test, in child mode.
+            let mut process = std::process::Command::new(&exe)
+                .args([
+                    "a_killed_engine_process_resumes_to_the_same_result",
+                    "--exact",
+                    "--test-threads=1",
+                ])
+                .env(CHILD_ENV, spec.to_string())
+                .stdout(std::process::Stdio::null())
+                .stderr(std::process::Stdio::null())
+                .spawn()
+                .expect("child process");
+            // Kill it (SIGKILL: no cleanup of any kind) once `kill_at` lines are journaled.
+            let exited = loop {
+                if process.try_wait().expect("child status").is_some() {
+                    break true;
+                }
+                let lines = store.list().expect("list").first().map_or(0, |r| r.lines);
+                if lines >= kill_at {
+                    process.kill().expect("SIGKILL");
+                    process.wait().expect("reaped");
+                    break false;
+                }
+                T::sleep(Duration::from_millis(1)).await;
+            };
+            let run = store.list().expect("list").into_iter().next();
+            let Some(run) = run.filter(|r| !r.finished) else {
+                assert!(exited, "killed before the run was journaled");
+                continue;
+            };
+            killed += 1;
+            eprintln!("killed after line {} (asked at {kill_at})", run.lines);
+            let resumed = engine::<T>(&server);
+            let result = resumed
+                .resume(store.clone(), &run.run_id, echo_host())
+                .await
+                .unwrap_or_else(|e| panic!("resume after line {}: {e}", run.lines))
+                .result()
+                .await;
+            assert_eq!(
+                without_context_ids(&normalised(result)),
+                without_context_ids(&expected),
+                "killed after line {}",
+                run.lines
+            );
+            let duplicates = duplicate_sends(&server);
+            assert!(
+                duplicates.is_empty(),
+                "killed after line {}: sent twice: {duplicates:?}",
+                run.lines
+            );
+        }
+        eprintln!("{killed} of {ROUNDS} engine processes killed mid-run and resumed");
+        assert!(killed > 0, "no child was killed mid-run");
     })
 }

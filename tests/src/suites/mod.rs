@@ -314,6 +314,7 @@ macro_rules! journal_suite {
                 a_journaled_run_ends_as_an_unjournaled_one,
                 a_run_stopped_at_any_append_resumes_to_the_same_result,
                 a_truncated_or_garbled_journal_is_a_typed_error_naming_the_line,
+                a_killed_engine_process_resumes_to_the_same_result,
             ]
         );
     };
