@@ -501,3 +501,71 @@ pub fn a_killed_engine_process_resumes_to_the_same_result<T: TestRuntime>() {
         assert!(killed > 0, "no child was killed mid-run");
     })
 }
+
+/// The SQLite journal of a run that started `shift_ms` earlier than it did.
+struct Aged {
+    inner: SqliteJournal,
+    shift_ms: u64,
+}
+
+impl JournalStore for Aged {
+    fn create_run(&self, run_id: &str, header: &str, at: u64) -> Result<(), JournalError> {
+        self.inner.create_run(run_id, header, at)
+    }
+
+    fn append(&self, run_id: &str, first: u64, lines: &[String]) -> Result<(), JournalError> {
+        self.inner.append(run_id, first, lines)
+    }
+
+    fn load(&self, run_id: &str) -> Result<StoredRun, JournalError> {
+        let mut run = self.inner.load(run_id)?;
+        run.started_at_ms = run.started_at_ms.saturating_sub(self.shift_ms);
+        Ok(run)
+    }
+
+    fn list(&self) -> Result<Vec<RunSummary>, JournalError> {
+        self.inner.list()
+    }
+
+    fn mark_finished(&self, run_id: &str) -> Result<(), JournalError> {
+        self.inner.mark_finished(run_id)
+    }
+}
+
+pub fn time_spent_down_counts_against_the_task_budget<T: TestRuntime>() {
+    T::block_on(async {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join("runs.db");
+        let server = LoopbackServer::start(agents()).await;
+        let stopped = engine::<T>(&server)
+            .run(chain(), echo_host())
+            .seed(SEED)
+            .task_budget(Duration::from_secs(600))
+            .journal(stop_at(&path, 3))
+            .execute()
+            .await;
+        assert_eq!(stopped.error.expect("stopped").code, JOURNAL_FAILED);
+        // The engine was down for a day: the open task's budget of ten minutes is long gone.
+        let store = Arc::new(Aged {
+            inner: SqliteJournal::open(&path).expect("journal"),
+            shift_ms: 24 * 3600 * 1000,
+        });
+        let resumed = engine::<T>(&server);
+        let result = resumed
+            .resume(store, &stopped.execution_id, echo_host())
+            .await
+            .expect("resume")
+            .result()
+            .await;
+        // The send open at the stop is a fault at the run's time a day later, whose retry
+        // cannot start inside the budget any more: the subtask gives up without a request.
+        assert!(!result.success);
+        assert_eq!(result.history.len(), 1, "{:?}", result.history);
+        let task = &result.history[0];
+        assert_eq!(task.error_code.as_deref(), Some("remote.no_response"));
+        let attempt = &task.error_details.as_ref().expect("details")["attempts"][0];
+        assert_eq!(attempt["fault"], "transport.restarted");
+        assert_eq!(attempt["next"], "give_up", "{attempt}");
+        assert!(attempt["atMs"].as_u64().expect("atMs") >= 24 * 3600 * 1000);
+    })
+}

@@ -315,6 +315,7 @@ macro_rules! journal_suite {
                 a_run_stopped_at_any_append_resumes_to_the_same_result,
                 a_truncated_or_garbled_journal_is_a_typed_error_naming_the_line,
                 a_killed_engine_process_resumes_to_the_same_result,
+                time_spent_down_counts_against_the_task_budget,
             ]
         );
     };
