@@ -23,7 +23,10 @@
 //! * **The outcome is unknown** (request bytes were sent, no task id came back): the engine
 //!   looks the task up with `ListTasks` filtered by the context id it gave the message, and
 //!   follows the task it finds. When the agent does not support `ListTasks` or has no task in
-//!   that context, the subtask fails as it would without a retry policy.
+//!   that context, the subtask fails as it would without a retry policy. An exchange that was
+//!   open when the engine restarted (transport kind `Restarted`, fed by a resumed durable run)
+//!   is looked up the same way, except that finding no task sends the same message again
+//!   (same `messageId`): the agent never turned it into a task.
 //!
 //! Every fault that is retried counts one attempt. Attempts are counted per subtask and start
 //! again from zero once an observation succeeds (a `GetTask` answer or a stream event after the

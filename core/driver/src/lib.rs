@@ -72,6 +72,13 @@
 //! [`Engine::subscribe_to_task`] manage the tasks an agent holds, over the same cards,
 //! authentication, TLS and transport as workflow subtasks.
 //!
+//! ## Durable runs
+//!
+//! [`RunBuilder::journal`] appends every input of a run to a [`JournalStore`] before what it
+//! causes is carried out (write-ahead, one transaction per turn of the run loop);
+//! [`Engine::resume`] continues such a run in a new process by replaying its journal. The
+//! `sqlite` feature adds `SqliteJournal`, one SQLite file. See [`journal`].
+//!
 //! ## Reproducing a run
 //!
 //! Each run's id seed comes from the OS unless [`EngineConfig::seed`] fixes it; it is logged
