@@ -55,6 +55,19 @@ fn agents() -> Vec<ScriptedAgent> {
     ]
 }
 
+/// An echo host that records every instruction it is asked about.
+fn counting_host() -> (Arc<BuiltControlPoint>, Arc<std::sync::Mutex<Vec<String>>>) {
+    let asked = Arc::new(std::sync::Mutex::new(Vec::new()));
+    let log = asked.clone();
+    let host = ControlPointBuilder::new()
+        .on_task(move |req| {
+            log.lock().expect("log").push(req.instruction.clone());
+            async move { Ok(MessageContent::text(req.instruction)) }
+        })
+        .build();
+    (Arc::new(host), asked)
+}
+
 fn echo_host() -> Arc<BuiltControlPoint> {
     Arc::new(
         ControlPointBuilder::new()
@@ -278,9 +291,17 @@ pub fn a_run_stopped_at_any_append_resumes_to_the_same_result<T: TestRuntime>() 
             // A new engine, as a new process would build it, continues from the file.
             let store = Arc::new(SqliteJournal::open(&path).expect("journal"));
             // Kept until the end: dropping the last clone of an engine cancels its runs.
+            // Host answers already journaled are never asked for again.
+            let journaled = store.load(&stopped.execution_id).expect("load").lines;
+            let answered = |d: &str| {
+                journaled.iter().any(|l| {
+                    l.contains(r#""type":"host_reply""#) && l.contains(&format!("\"{d}\""))
+                })
+            };
+            let (host, asked) = counting_host();
             let resumed = engine::<T>(&server);
             let handle = resumed
-                .resume(store.clone(), &stopped.execution_id, echo_host())
+                .resume(store.clone(), &stopped.execution_id, host)
                 .await
                 .unwrap_or_else(|e| panic!("resume after append {at}: {e}"));
             let result = normalised(handle.result().await);
@@ -294,6 +315,15 @@ pub fn a_run_stopped_at_any_append_resumes_to_the_same_result<T: TestRuntime>() 
                 duplicates.is_empty(),
                 "stopped at append {at}: sent twice: {duplicates:?}"
             );
+            let asked = asked.lock().expect("log").clone();
+            for d in ["first", "second", "third"] {
+                let times = asked.iter().filter(|a| *a == d).count();
+                let expected_times = usize::from(!answered(d));
+                assert_eq!(
+                    times, expected_times,
+                    "stopped at append {at}: {d} asked {times} times"
+                );
+            }
             assert!(store.list().expect("list")[0].finished);
             resent += server
                 .requests("alpha")
