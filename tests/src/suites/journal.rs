@@ -329,10 +329,10 @@ pub fn a_run_stopped_at_any_append_resumes_to_the_same_result<T: TestRuntime>() 
                 .requests("alpha")
                 .iter()
                 .chain(&server.requests("beta"))
-                .filter(|r| r.method == "ListTasks" || r.method == "GetTask")
+                .filter(|r| r.method == "ListTasks")
                 .count();
         }
-        // Some stop left a send or a poll in flight, which the resumed run found again.
+        // Some stop left a send in flight, whose task the resumed run looked up by its context.
         assert!(resent > 0);
         assert!(stops * 2 > appends, "{stops} of {appends} runs stopped");
     })
@@ -488,7 +488,14 @@ pub fn a_killed_engine_process_resumes_to_the_same_result<T: TestRuntime>() {
                 .spawn()
                 .expect("child process");
             // Kill it (SIGKILL: no cleanup of any kind) once `kill_at` lines are journaled.
+            let mut polls = 0u32;
             let exited = loop {
+                polls += 1;
+                if polls > 60_000 {
+                    // A child that neither journals nor ends is a hang, not a slow machine.
+                    let _ = process.kill();
+                    panic!("the child neither journaled {kill_at} lines nor ended");
+                }
                 if process.try_wait().expect("child status").is_some() {
                     break true;
                 }
