@@ -46,22 +46,42 @@ impl AgentDirectory {
         validate_cards(&cards)?;
         let mut agents = BTreeMap::new();
         for card in cards {
-            let endpoint =
-                select_endpoint(&card, preferred).map_err(|source| DirectoryError::Endpoint {
-                    agent: card.name.clone(),
-                    source,
-                })?;
-            let streaming = card.capabilities.streaming.unwrap_or(false);
-            agents.insert(
-                card.name.clone(),
-                AgentEntry {
-                    card,
-                    endpoint,
-                    streaming,
-                },
-            );
+            let entry = AgentDirectory::entry(card, preferred)?;
+            agents.insert(entry.card.name.clone(), entry);
         }
         Ok(AgentDirectory { agents })
+    }
+
+    /// Validates one card on its own (name, capabilities, interfaces) and selects its endpoint,
+    /// as [`AgentDirectory::new`] does for each card of a set.
+    pub fn entry(
+        card: AgentCard,
+        preferred: Option<Binding>,
+    ) -> Result<AgentEntry, DirectoryError> {
+        validate_cards(std::slice::from_ref(&card))?;
+        let endpoint =
+            select_endpoint(&card, preferred).map_err(|source| DirectoryError::Endpoint {
+                agent: card.name.clone(),
+                source,
+            })?;
+        let streaming = card.capabilities.streaming.unwrap_or(false);
+        Ok(AgentEntry {
+            card,
+            endpoint,
+            streaming,
+        })
+    }
+
+    /// Adds `entry` under its card's name, returning the entry it replaces. Directories are
+    /// values: a host that changes its agents builds a new one and swaps it in, so runs holding
+    /// the old one keep it.
+    pub fn insert(&mut self, entry: AgentEntry) -> Option<AgentEntry> {
+        self.agents.insert(entry.card.name.clone(), entry)
+    }
+
+    /// Removes the agent named `name`, returning its entry.
+    pub fn remove(&mut self, name: &str) -> Option<AgentEntry> {
+        self.agents.remove(name)
     }
 
     /// A directory of one agent whose entry is already built (a machine's own view of it).

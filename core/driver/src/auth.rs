@@ -7,6 +7,7 @@
 use std::collections::BTreeMap;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
+use a2at_core::a2a::AgentCard;
 use a2at_core::agents::AgentDirectory;
 use a2at_core::auth::{
     AuthContext, AuthMaterial, AuthPlan, CredentialsConfig, PendingLogin, Resolution, TokenCache,
@@ -21,8 +22,14 @@ use crate::runtime::{Runtime, within};
 /// The authentication plans of an engine's agents and its token cache.
 pub(crate) struct Authenticator {
     /// Agent → its plan, or why no request to it may be sent (e.g. required credentials are
-    /// missing: never send unauthenticated).
-    plans: BTreeMap<String, Result<AuthPlan, String>>,
+    /// missing: never send unauthenticated). Updated when the engine's cards change; the plan
+    /// of a removed agent stays, so a run still holding its old card never sends to it
+    /// unauthenticated.
+    plans: std::sync::RwLock<BTreeMap<String, Result<AuthPlan, String>>>,
+    /// The credentials the plans come from, kept to plan the cards added later.
+    credentials: Option<CredentialsConfig>,
+    /// Whether an [`AuthHook`](crate::AuthHook) is configured.
+    provider: bool,
     /// Held across a login, so a (agent, scheme) is never logged in twice at once.
     cache: async_lock::Mutex<TokenCache>,
     /// Deadline of one login, body included.
@@ -38,21 +45,20 @@ impl Authenticator {
         provider: bool,
         login_timeout: Duration,
     ) -> Authenticator {
-        let ctx = AuthContext {
-            provider_configured: provider,
-            client_certificate: false,
-        };
         let plans = directory
             .names()
             .filter_map(|name| {
                 let entry = directory.get(name)?;
-                let creds = credentials.and_then(|c| c.agent(name));
-                let plan = plan_auth(&entry.card, creds, ctx).map_err(|e| e.to_string());
-                Some((name.to_owned(), plan))
+                Some((
+                    name.to_owned(),
+                    plan_card(&entry.card, credentials, provider),
+                ))
             })
             .collect();
         Authenticator {
-            plans,
+            plans: std::sync::RwLock::new(plans),
+            credentials: credentials.cloned(),
+            provider,
             cache: async_lock::Mutex::new(TokenCache::new()),
             login_timeout,
         }
@@ -65,9 +71,10 @@ impl Authenticator {
         client: &HttpClient<R>,
         log: &LogConfig,
     ) -> Result<AuthMaterial, String> {
-        let plan = match self.plans.get(agent) {
+        // A copy: the plans may change while this request logs in.
+        let plan = match self.plan(agent) {
             None => return Ok(AuthMaterial::default()),
-            Some(Err(e)) => return Err(e.clone()),
+            Some(Err(e)) => return Err(e),
             Some(Ok(plan)) if plan.is_empty() => return Ok(AuthMaterial::default()),
             Some(Ok(plan)) => plan,
         };
@@ -110,6 +117,42 @@ impl Authenticator {
             }
         }
     }
+}
+
+impl Authenticator {
+    /// The plan of `agent` now.
+    fn plan(&self, agent: &str) -> Option<Result<AuthPlan, String>> {
+        // A poisoned lock only means a panic elsewhere while swapping a plan in: the map
+        // itself is always whole.
+        let plans = self.plans.read().unwrap_or_else(|e| e.into_inner());
+        plans.get(agent).cloned()
+    }
+
+    /// Plans `card` with the engine's credentials, without installing it.
+    pub(crate) fn plan_for(&self, card: &AgentCard) -> Result<AuthPlan, String> {
+        plan_card(card, self.credentials.as_ref(), self.provider)
+    }
+
+    /// Installs the plan of an agent whose card is now `plan`'s.
+    pub(crate) fn install(&self, agent: &str, plan: AuthPlan) {
+        let mut plans = self.plans.write().unwrap_or_else(|e| e.into_inner());
+        plans.insert(agent.to_owned(), Ok(plan));
+    }
+}
+
+/// The plan of one card: never a plan that would send unauthenticated when the card requires
+/// credentials that are missing (then the reason, naming schemes, never a secret).
+fn plan_card(
+    card: &AgentCard,
+    credentials: Option<&CredentialsConfig>,
+    provider: bool,
+) -> Result<AuthPlan, String> {
+    let ctx = AuthContext {
+        provider_configured: provider,
+        client_certificate: false,
+    };
+    let creds = credentials.and_then(|c| c.agent(&card.name));
+    plan_auth(card, creds, ctx).map_err(|e| e.to_string())
 }
 
 fn now() -> u64 {

@@ -88,6 +88,7 @@
 
 mod adapter;
 mod auth;
+mod cards;
 mod config;
 mod discovery;
 mod engine;
@@ -108,6 +109,7 @@ mod transport_tests;
 pub use a2at_core;
 
 pub use a2at_core::driver_support::{BuiltControlPoint, ControlPointBuilder, EventEnvelope};
+pub use cards::{CARD_UNUSABLE, CardError, CardErrorKind, card_from_json};
 pub use config::{DEFAULT_LOGIN_TIMEOUT, EnvFile, SeedSource};
 pub use discovery::{
     DEFAULT_DISCOVERY_DEADLINE, DEFAULT_MAX_DISCOVERY_BODY_BYTES, DiscoveryError, MAX_REDIRECTS,
