@@ -10,7 +10,7 @@ use crate::ScriptedAgent;
 use crate::loopback::LoopbackServer;
 use a2at_core::a2a::AgentCard;
 use a2at_core::auth::{CredentialKey, CredentialsConfig, encrypt_value};
-use a2at_core::host::{MessageContent, codes};
+use a2at_core::host::MessageContent;
 use a2at_core::run::RunStart;
 use a2at_core::workflow::parse_and_validate;
 use a2at_driver::ControlPointBuilder;
@@ -64,24 +64,20 @@ pub fn a_card_that_requires_auth_is_never_called_without_credentials<T: TestRunt
     T::block_on(async {
         let server = LoopbackServer::start(vec![ScriptedAgent::new("alpha")]).await;
         let (schemes, reqs) = bearer();
+        // The engine builds; the card is unusable, and a run that needs it is refused.
         let engine = Engine::<T>::builder(secured(&server, schemes, reqs))
             .build()
             .unwrap();
+        let problem = engine
+            .card_error("alpha")
+            .expect("alpha's card is unusable");
+        assert_eq!(problem.kind, a2at_driver::CardErrorKind::Auth);
         let result = run_once(&engine).await;
         assert!(!result.success);
-        assert_eq!(
-            result.history[0].error_code.as_deref(),
-            Some(codes::REMOTE_NO_RESPONSE)
-        );
-        assert!(
-            result.history[0]
-                .error
-                .as_deref()
-                .unwrap()
-                .contains("alpha"),
-            "{:?}",
-            result.history[0].error
-        );
+        let error = result.error.expect("a run error");
+        assert_eq!(error.code, a2at_driver::CARD_UNUSABLE);
+        assert!(error.message.contains("alpha"), "{}", error.message);
+        assert!(error.message.contains("bearer"), "{}", error.message);
         assert_eq!(server.total_requests(), 0, "nothing was sent");
     })
 }

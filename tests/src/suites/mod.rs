@@ -7,6 +7,7 @@
 #![allow(missing_docs)]
 
 pub mod auth;
+pub mod cards;
 pub mod close;
 pub mod engine_api;
 pub mod extension;
@@ -55,6 +56,27 @@ macro_rules! extension_suite {
                 ack_then_notifications_then_host_close,
                 authorization_success_failure_rejection_and_polling,
                 an_overloaded_agent_gets_the_authorization_again,
+            ]
+        );
+    };
+}
+
+/// Instantiates the cards suite (adding, replacing and removing cards on a live engine, unusable
+/// cards reported per card) on a [`TestRuntime`](crate::runtime::TestRuntime).
+#[macro_export]
+macro_rules! cards_suite {
+    ($rt:ty) => {
+        $crate::__suite_tests!(
+            $rt,
+            cards,
+            [
+                a_card_added_to_a_live_engine_serves_new_runs,
+                a_replaced_card_reaches_new_runs_while_a_started_run_keeps_the_old_one,
+                a_removed_card_fails_new_runs_typed_and_leaves_the_others_alone,
+                an_engine_with_unusable_cards_builds_and_refuses_only_the_runs_that_need_them,
+                set_cards_reports_each_unusable_card_and_refuses_a_repeated_name,
+                json_cards_are_normalised_and_a_broken_one_names_its_agent,
+                card_changes_racing_run_starts_never_break_a_run,
             ]
         );
     };
