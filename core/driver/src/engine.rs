@@ -424,7 +424,9 @@ impl<R> Drop for Inner<R> {
 }
 
 /// The engine: validated cards, settings, the HTTP client and the concurrency limits. Cheap to
-/// clone; every clone shares them, so one engine serves many concurrent runs.
+/// clone; every clone shares them, so one engine serves many concurrent runs. Its cards can
+/// change while it runs ([`Engine::add_card`] and the like); each run keeps the cards it
+/// started with.
 pub struct Engine<R> {
     inner: Arc<Inner<R>>,
 }
