@@ -25,7 +25,7 @@ pub(crate) struct Authenticator {
     /// missing: never send unauthenticated). Updated when the engine's cards change; the plan
     /// of a removed agent stays, so a run still holding its old card never sends to it
     /// unauthenticated.
-    plans: std::sync::RwLock<BTreeMap<String, Result<AuthPlan, String>>>,
+    plans: std::sync::RwLock<BTreeMap<String, Planned>>,
     /// The credentials the plans come from, kept to plan the cards added later.
     credentials: Option<CredentialsConfig>,
     /// Whether an [`AuthHook`](crate::AuthHook) is configured.
@@ -51,7 +51,10 @@ impl Authenticator {
                 let entry = directory.get(name)?;
                 Some((
                     name.to_owned(),
-                    plan_card(&entry.card, credentials, provider),
+                    Planned {
+                        plan: plan_card(&entry.card, credentials, provider),
+                        generation: 0,
+                    },
                 ))
             })
             .collect();
@@ -72,16 +75,21 @@ impl Authenticator {
         log: &LogConfig,
     ) -> Result<AuthMaterial, String> {
         // A copy: the plans may change while this request logs in.
-        let plan = match self.plan(agent) {
-            None => return Ok(AuthMaterial::default()),
-            Some(Err(e)) => return Err(e),
-            Some(Ok(plan)) if plan.is_empty() => return Ok(AuthMaterial::default()),
-            Some(Ok(plan)) => plan,
+        let Some(Planned { plan, generation }) = self.plan(agent) else {
+            return Ok(AuthMaterial::default());
         };
+        let plan = match plan {
+            Err(e) => return Err(e),
+            Ok(plan) if plan.is_empty() => return Ok(AuthMaterial::default()),
+            Ok(plan) => plan,
+        };
+        // Tokens are cached per plan: a token logged in for an agent's old card (its login
+        // endpoint, its scheme) is never sent under the card that replaced it.
+        let key = cache_key(agent, generation);
         let mut cache = self.cache.lock().await;
         loop {
             match plan
-                .resolve(agent, &mut cache, now())
+                .resolve(&key, &mut cache, now())
                 .map_err(|e| e.to_string())?
             {
                 Resolution::Ready(material) => return Ok(material),
@@ -95,14 +103,14 @@ impl Authenticator {
                             ))
                         }) {
                         Ok(token) => cache.finish_login(
-                            agent,
+                            &key,
                             &pending.scheme,
                             token,
                             pending.token_ttl,
                             now(),
                         ),
                         Err(e) => {
-                            cache.fail_login(agent, &pending.scheme);
+                            cache.fail_login(&key, &pending.scheme);
                             return Err(format!(
                                 "login for {agent}/{} failed: {e}",
                                 pending.scheme
@@ -121,7 +129,7 @@ impl Authenticator {
 
 impl Authenticator {
     /// The plan of `agent` now.
-    fn plan(&self, agent: &str) -> Option<Result<AuthPlan, String>> {
+    fn plan(&self, agent: &str) -> Option<Planned> {
         // A poisoned lock only means a panic elsewhere while swapping a plan in: the map
         // itself is always whole.
         let plans = self.plans.read().unwrap_or_else(|e| e.into_inner());
@@ -133,10 +141,41 @@ impl Authenticator {
         plan_card(card, self.credentials.as_ref(), self.provider)
     }
 
-    /// Installs the plan of an agent whose card is now `plan`'s.
+    /// Installs the plan of an agent whose card is now `plan`'s. A plan that differs from the
+    /// agent's current one starts a new token generation (the old tokens are no longer used).
     pub(crate) fn install(&self, agent: &str, plan: AuthPlan) {
         let mut plans = self.plans.write().unwrap_or_else(|e| e.into_inner());
-        plans.insert(agent.to_owned(), Ok(plan));
+        let generation = match plans.get(agent) {
+            None => 0,
+            Some(old) if old.plan.as_ref() == Ok(&plan) => old.generation,
+            Some(old) => old.generation + 1,
+        };
+        plans.insert(
+            agent.to_owned(),
+            Planned {
+                plan: Ok(plan),
+                generation,
+            },
+        );
+    }
+}
+
+/// An agent's plan and how many times it changed.
+#[derive(Clone)]
+struct Planned {
+    plan: Result<AuthPlan, String>,
+    /// Part of the token cache key, so a changed plan never uses the old plan's tokens.
+    generation: u64,
+}
+
+/// The token cache key of `agent` under plan `generation`: the agent name itself for the plan
+/// it started with (the cache reads as before), with the generation appended after a change.
+fn cache_key(agent: &str, generation: u64) -> String {
+    if generation == 0 {
+        agent.to_owned()
+    } else {
+        // After a NUL, which no real agent name holds; the key is never shown.
+        format!("{agent}\u{0}{generation}")
     }
 }
 

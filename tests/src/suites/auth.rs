@@ -228,6 +228,60 @@ pub fn a_login_token_is_fetched_once_and_reused_by_concurrent_runs<T: TestRuntim
     })
 }
 
+pub fn a_replaced_card_with_another_auth_plan_never_reuses_the_old_token<T: TestRuntime>() {
+    T::block_on(async {
+        let server = LoopbackServer::start(vec![ScriptedAgent::new("alpha")]).await;
+        let (login_url, logins) = login_server();
+        // No `auth_header`: where the token goes comes from the card's scheme.
+        let creds = CredentialsConfig::from_json_value(
+            &json!({"alpha": {"bearer": {"login_url": login_url,
+                "request_fields": {"username": "u", "password": "p"},
+                "token_field": "data.accessSession"}}}),
+            None,
+        )
+        .unwrap();
+        let (schemes, reqs) = bearer();
+        let as_bearer = secured(&server, schemes, reqs.clone());
+        let engine = Engine::<T>::builder(as_bearer.clone())
+            .credentials(creds)
+            .build()
+            .unwrap();
+        let last_send = || {
+            server
+                .requests_to("alpha", "SendMessage")
+                .pop()
+                .expect("a send")
+        };
+        assert!(run_once(&engine).await.success);
+        assert_eq!(
+            last_send().header("authorization"),
+            Some("Bearer session-1")
+        );
+
+        // The same card again: same plan, the cached token is reused.
+        engine.replace_card(as_bearer[0].clone()).unwrap();
+        assert!(run_once(&engine).await.success);
+        assert_eq!(logins.load(Ordering::SeqCst), 1);
+
+        // The scheme now puts the token in another header: a new plan logs in again.
+        let as_key = secured(
+            &server,
+            json!({"bearer": {"apiKeySecurityScheme": {"location": "header", "name": "X-Session"}}}),
+            reqs,
+        );
+        engine.replace_card(as_key[0].clone()).unwrap();
+        assert!(run_once(&engine).await.success);
+        assert_eq!(
+            logins.load(Ordering::SeqCst),
+            2,
+            "a fresh login for the new plan"
+        );
+        let sent = last_send();
+        assert_eq!(sent.header("X-Session"), Some("session-2"));
+        assert_eq!(sent.header("authorization"), None);
+    })
+}
+
 pub fn a_credentials_file_fails_closed_without_the_key_and_loads_with_it<T: TestRuntime>() {
     let key_hex = "cd".repeat(32);
     let key = CredentialKey::from_hex(&key_hex).unwrap();

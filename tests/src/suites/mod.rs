@@ -232,6 +232,7 @@ macro_rules! auth_suite {
                 an_api_key_in_the_query_is_added_to_the_url,
                 a_conflicting_header_from_the_hook_blocks_the_send,
                 a_login_token_is_fetched_once_and_reused_by_concurrent_runs,
+                a_replaced_card_with_another_auth_plan_never_reuses_the_old_token,
                 the_extension_sender_built_from_an_engine_uses_its_credentials,
                 a_credentials_file_fails_closed_without_the_key_and_loads_with_it,
             ]
