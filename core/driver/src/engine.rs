@@ -24,7 +24,7 @@ use futures::channel::{mpsc, oneshot};
 use tracing::Instrument;
 
 use crate::auth::Authenticator;
-use crate::cards::{CARD_UNUSABLE, CardError, LiveCards};
+use crate::cards::{CARD_UNUSABLE, CardError, CardSet, LiveCards};
 use crate::config::{
     DEFAULT_LOGIN_TIMEOUT, EnvFile, EnvLookup, LogOverrides, SeedSource, protocol_log_config,
 };
@@ -471,6 +471,11 @@ impl<R: Runtime> Engine<R> {
         &self.inner.config
     }
 
+    /// The card set now, for one run or task call to keep.
+    pub(crate) fn cards(&self) -> Arc<CardSet> {
+        self.inner.cards.snapshot()
+    }
+
     /// The usable agents now: a value that later card changes leave alone (they swap in a new
     /// one).
     pub fn directory(&self) -> Arc<AgentDirectory> {
@@ -869,9 +874,13 @@ impl<R: Runtime, C: ControlPoint + 'static> RunBuilder<R, C> {
                 },
             );
         }
-        // The cards of this run: changes made from now on never reach it.
-        let cards = self.engine.inner.cards.snapshot();
-        if let Some(e) = cards.unusable_in(&self.workflow) {
+        // The cards of this run: changes made from now on never reach it. A closed engine
+        // refuses with `engine.closed` below, whatever the cards.
+        let cards = self.engine.cards();
+        let unusable = cards
+            .unusable_in(&self.workflow)
+            .filter(|_| !self.engine.is_closed());
+        if let Some(e) = unusable {
             let execution_id = a2at_core::IdGenerator::new(seed).next_uuid();
             tracing::warn!(%execution_id, agent = %e.agent, error = %e, "run refused: unusable card");
             return refused(

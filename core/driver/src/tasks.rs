@@ -89,10 +89,11 @@ impl<R: Runtime> Engine<R> {
             decode_limits: self.config().run.decode_limits,
         };
         // The cards now; a change during the call does not reach it.
-        if let Some(e) = self.card_error(agent) {
+        let cards = self.cards();
+        if let Some(e) = cards.broken.get(agent) {
             return Err(TaskError::new(crate::CARD_UNUSABLE, e.to_string()));
         }
-        TaskOperation::new(&self.directory(), agent, command, config)
+        TaskOperation::new(&cards.directory, agent, command, config)
     }
 
     /// Runs one unary task call to its answer.

@@ -331,6 +331,18 @@ pub fn an_engine_with_unusable_cards_builds_and_refuses_only_the_runs_that_need_
             refused.error.map(|e| e.code).as_deref(),
             Some(CARD_UNUSABLE)
         );
+
+        // A closed engine says so first, whatever the cards.
+        engine
+            .close(a2at_driver::CloseMode::Cancel, std::time::Duration::ZERO)
+            .await;
+        let closed = run_on::<T>(&engine, &["vault"]).await;
+        assert_eq!(
+            closed.error.map(|e| e.code).as_deref(),
+            Some(a2at_driver::ENGINE_CLOSED)
+        );
+        let task = engine.get_task("vault", "t").await.unwrap_err();
+        assert_eq!(task.code, a2at_driver::ENGINE_CLOSED);
     })
 }
 
