@@ -3,8 +3,11 @@
 //!
 //! The set is a value (an [`AgentDirectory`] of the usable cards and the broken ones) behind a
 //! lock; a change builds a new value and swaps it in. A run, a task call or an extension sender
-//! takes the value current when it starts and keeps it, so a change never alters what is
-//! already under way.
+//! takes the value current when it starts and keeps it, so a change never alters the endpoints
+//! of what is already under way. Authentication plans are the exception: the transport looks
+//! them up by agent name, so a replaced card's plan applies to every request sent after the
+//! change (a changed plan never reuses the old plan's tokens), and a removed agent's last plan
+//! stays for the runs that still hold its card.
 
 use std::collections::BTreeMap;
 use std::sync::{Arc, RwLock};
@@ -154,7 +157,8 @@ impl LiveCards {
         preferred: Option<Binding>,
         auth: &Authenticator,
     ) -> Result<LiveCards, DirectoryError> {
-        let set = set_of(cards, preferred, auth)?;
+        let (set, plans) = set_of(cards, preferred, auth)?;
+        install(auth, plans);
         Ok(LiveCards {
             current: RwLock::new(Arc::new(set)),
             preferred,
@@ -262,21 +266,35 @@ impl LiveCards {
         cards: Vec<AgentCard>,
         auth: &Authenticator,
     ) -> Result<Vec<CardError>, DirectoryError> {
-        // Checked (and the plans installed) before the swap: a run that starts in between
-        // still uses the old cards, whose plans of removed agents stay in place.
-        let next = set_of(cards, self.preferred, auth)?;
+        // Checked before the lock is taken; the plans are installed under it, with the swap, so
+        // that concurrent changes never leave one set's cards with another set's plans. The
+        // plans of removed agents stay for the runs that still hold them.
+        let (next, plans) = set_of(cards, self.preferred, auth)?;
         let errors = next.broken.values().cloned().collect();
-        self.change(|_| (Some(next), ()));
+        self.change(|_| {
+            install(auth, plans);
+            (Some(next), ())
+        });
         Ok(errors)
     }
 }
 
-/// Checks a set of cards: set-wide problems are an error, a bad card a broken entry.
+/// The plans of a card set's usable agents, to install when the set is swapped in.
+type Plans = Vec<(String, AuthPlan)>;
+
+fn install(auth: &Authenticator, plans: Plans) {
+    for (agent, plan) in plans {
+        auth.install(&agent, plan);
+    }
+}
+
+/// Checks a set of cards: set-wide problems are an error, a bad card a broken entry. Returns
+/// the set and the plans of its usable agents (not installed yet).
 fn set_of(
     cards: Vec<AgentCard>,
     preferred: Option<Binding>,
     auth: &Authenticator,
-) -> Result<CardSet, DirectoryError> {
+) -> Result<(CardSet, Plans), DirectoryError> {
     set_wide_problems(&cards)?;
     let mut set = CardSet::default();
     let mut directory = AgentDirectory::default();
@@ -290,12 +308,13 @@ fn set_of(
             }
         }
     }
+    let mut plans = Vec::with_capacity(checked.len());
     for Checked { entry, plan } in checked {
-        auth.install(&entry.card.name, plan);
+        plans.push((entry.card.name.clone(), plan));
         directory.insert(entry);
     }
     set.directory = Arc::new(directory);
-    Ok(set)
+    Ok((set, plans))
 }
 
 /// A blank or repeated name: no card can be blamed alone, so the set is refused.
