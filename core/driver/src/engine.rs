@@ -53,7 +53,8 @@ pub struct EngineConfig {
     /// of [`a2at_core::a2a::select_endpoint`]: JSON-RPC and HTTP+JSON in card order, gRPC only
     /// when a card offers nothing else).
     pub preferred_binding: Option<Binding>,
-    /// HTTP exchanges in flight at once per agent, across all runs (default 16).
+    /// HTTP exchanges in flight at once per agent, across all runs (default 16); agents added
+    /// to the live engine are bounded the same way.
     pub max_in_flight_per_agent: usize,
     /// HTTP exchanges in flight at once overall, across all runs (default 256).
     pub max_in_flight: usize,
@@ -390,7 +391,8 @@ impl<R: Runtime> EngineBuilder<R> {
         );
         let cards = LiveCards::build(self.cards, self.config.preferred_binding, &authenticator)?;
         let set = cards.snapshot();
-        // Broken cards get their per-agent slots too: once fixed they are limited like the rest.
+        // Agents get their slots on first use (also those added later); made here, the names
+        // known now need no lock on their first exchange.
         let limits = Limits::new(
             set.directory
                 .names()

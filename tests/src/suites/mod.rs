@@ -181,6 +181,7 @@ macro_rules! engine_api_suite {
             engine_api,
             [
                 in_flight_exchanges_never_exceed_the_limits_across_runs,
+                an_agent_added_to_a_live_engine_gets_the_same_per_agent_limit,
                 two_hundred_concurrent_runs_share_one_engine,
                 send_task_runs_one_task_without_a_workflow,
                 transport_failures_become_no_response,
