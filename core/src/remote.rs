@@ -910,7 +910,8 @@ impl Invocation {
     // ----- negotiation -----
 
     fn on_input_required(&mut self, env: &mut Env<'_>) -> Step {
-        if !self.negotiation_active && !self.standalone && env.config.max_input_replies.is_some() {
+        // A standalone activation never gets here with follow-ups allowed: its config has none.
+        if !self.negotiation_active && env.config.max_input_replies.is_some() {
             return self.ask_for_input(env);
         }
         if !self.negotiation_active {

@@ -3,8 +3,8 @@
 use std::time::Duration;
 
 use a2at_core::host::{
-    HostError, HostReply, HostRequest, MessageContent, NegotiationReply, NegotiationRequest,
-    RouteDecision, RouteRequest, TaskRequest, TaskResult,
+    HostError, HostReply, HostRequest, InputDecision, InputRequest, MessageContent,
+    NegotiationReply, NegotiationRequest, RouteDecision, RouteRequest, TaskRequest, TaskResult,
 };
 use serde_json::Value;
 
@@ -17,6 +17,7 @@ pub struct ScriptedHost {
     on_self_task: Script<TaskRequest, TaskResult>,
     on_route: Script<RouteRequest, RouteDecision>,
     on_negotiation: Script<NegotiationRequest, NegotiationReply>,
+    on_input_required: Script<InputRequest, InputDecision>,
 }
 
 impl Default for ScriptedHost {
@@ -44,6 +45,8 @@ impl Default for ScriptedHost {
                     Some(Err(HostError::missing_handler("on_negotiation"))),
                 )
             }),
+            // Declines plain INPUT_REQUIRED, as the default host does.
+            on_input_required: Box::new(|_| (Duration::ZERO, Some(Ok(InputDecision::Decline)))),
         }
     }
 }
@@ -85,6 +88,15 @@ impl ScriptedHost {
         self
     }
 
+    /// Decisions on a plain `INPUT_REQUIRED` (default: decline).
+    pub fn on_input_required(
+        mut self,
+        f: impl FnMut(&InputRequest) -> Answer<InputDecision> + Send + 'static,
+    ) -> Self {
+        self.on_input_required = Box::new(f);
+        self
+    }
+
     /// The delayed answer to one request.
     pub fn answer(&mut self, request: &HostRequest) -> (Duration, Option<HostReply>) {
         match request {
@@ -104,13 +116,10 @@ impl ScriptedHost {
                 let (d, a) = (self.on_negotiation)(r);
                 (d, a.map(HostReply::Negotiation))
             }
-            // The scripted host declines plain INPUT_REQUIRED, as the default host does.
-            HostRequest::InputRequired(_) => (
-                Duration::ZERO,
-                Some(HostReply::InputRequired(Ok(
-                    a2at_core::host::InputDecision::Decline,
-                ))),
-            ),
+            HostRequest::InputRequired(r) => {
+                let (d, a) = (self.on_input_required)(r);
+                (d, a.map(HostReply::InputRequired))
+            }
         }
     }
 }

@@ -581,3 +581,26 @@ fn ng3_a_negotiation_that_starts_pre_task_continues_on_the_task_once_it_exists()
         .collect();
     assert_eq!(modes, ["pre_task", "in_task"]);
 }
+
+/// A bare agent message counts as a Propose when it carries either sign of Negotiation-T: the
+/// `negotiationContext` key alone, or the extension's URI key alone.
+#[test]
+fn a_bare_message_with_either_negotiation_key_is_a_propose_not_a_success() {
+    for metadata in [
+        json!({"negotiationContext": {"negotiationId": "n", "round": 1, "maxRounds": 3,
+            "performative": "PROPOSE"}}),
+        json!({NEGOTIATION_T_URI: {"note": "uri key only"}}),
+    ] {
+        let agent = ScriptedAgent::new("neg").by_default(Plan::Events(vec![json!({"message": {
+            "messageId": "p1", "role": "ROLE_AGENT", "contextId": "$CTX",
+            "parts": [{"text": "please clarify"}], "metadata": metadata}})]));
+        // Negotiation-T is not activated: a Propose cannot be answered.
+        let out = go(agent, ScriptedHost::default(), RunConfig::default());
+        assert_eq!(
+            code(&out),
+            Some(codes::UNSUPPORTED_TASK_STATE),
+            "{metadata}: {:?}",
+            out.result().history[0].error
+        );
+    }
+}

@@ -938,6 +938,40 @@ fn a_task_created_after_the_budget_expired_is_still_cancelled() {
 }
 
 #[test]
+fn a_late_task_that_is_already_final_or_has_no_id_is_not_cancelled() {
+    // The orphaned send is still read; only a task that exists and can still run is worth a
+    // CancelTask.
+    for (state, id) in [
+        ("TASK_STATE_COMPLETED", "$TASK"),
+        ("TASK_STATE_FAILED", "$TASK"),
+        ("TASK_STATE_WORKING", " "),
+    ] {
+        let late = json!({"task": {"id": id, "contextId": "$CTX", "status": {"state": state}}});
+        let agent = ScriptedAgent::new("late").by_default(Plan::Delayed(
+            Duration::from_secs(2),
+            Box::new(Plan::Events(vec![late])),
+        ));
+        let wf =
+            json!({"steps": [{"name": "s", "subtasks": [{"agent": "late", "description": "x"}]}]});
+        let config = RunConfig {
+            task_budget: Duration::from_secs(1),
+            cancel_budget: Duration::from_secs(5),
+            ..RunConfig::default()
+        };
+        let out = run_with(wf, vec![agent], ScriptedHost::default(), config);
+        assert_eq!(
+            out.result().history[0].error_code.as_deref(),
+            Some(codes::TIMEOUT)
+        );
+        assert_eq!(
+            out.requests_to("late", "CancelTask").len(),
+            0,
+            "{state} {id:?}"
+        );
+    }
+}
+
+#[test]
 fn an_orphaned_send_that_never_answers_is_dropped_at_the_cleanup_budget() {
     let agent = ScriptedAgent::new("mute").by_default(Plan::Hang);
     let wf = json!({"steps": [{"name": "s", "subtasks": [{"agent": "mute", "description": "x"}]}]});

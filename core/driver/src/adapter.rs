@@ -23,13 +23,13 @@ macro_rules! runtime_api {
         pub use $crate::a2at_core::workflow::{ValidatedWorkflow, parse_and_validate};
         pub use $crate::a2at_core::{ExecutionResult, RetryPolicy, RunStart};
         pub use $crate::{
-            AuthHook, BuiltControlPoint, CREDENTIAL_KEY_ENV, CloseMode, CloseReport,
-            ControlPointBuilder, DEFAULT_DISCOVERY_DEADLINE, DEFAULT_LOGIN_TIMEOUT,
-            DEFAULT_MAX_DISCOVERY_BODY_BYTES, DiscoveryError, ENGINE_CLOSED, EngineConfig,
-            EngineError, EnvFile, EventEnvelope, EventSink, EventStream, ExtensionError,
-            ExtensionSenderConfig, Heartbeat, MAX_REDIRECTS, OnFinish, OnFinishError, ProxyConfig,
-            Reattachment, RequestHook, RunHandle, SeedSource, SubscriptionCompletion,
-            TaskSubscription, TlsConfig, load_credentials,
+            AuthHook, BuiltControlPoint, CARD_UNUSABLE, CREDENTIAL_KEY_ENV, CardError,
+            CardErrorKind, CloseMode, CloseReport, ControlPointBuilder, DEFAULT_DISCOVERY_DEADLINE,
+            DEFAULT_LOGIN_TIMEOUT, DEFAULT_MAX_DISCOVERY_BODY_BYTES, DiscoveryError, ENGINE_CLOSED,
+            EngineConfig, EngineError, EnvFile, EventEnvelope, EventSink, EventStream,
+            ExtensionError, ExtensionSenderConfig, Heartbeat, MAX_REDIRECTS, OnFinish,
+            OnFinishError, ProxyConfig, Reattachment, RequestHook, RunHandle, SeedSource,
+            SubscriptionCompletion, TaskSubscription, TlsConfig, card_from_json, load_credentials,
         };
         pub use $crate::{JOURNAL_FAILED, JournalError, JournalStore, RunSummary, StoredRun};
 

@@ -7,6 +7,7 @@
 use std::collections::BTreeMap;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
+use a2at_core::a2a::AgentCard;
 use a2at_core::agents::AgentDirectory;
 use a2at_core::auth::{
     AuthContext, AuthMaterial, AuthPlan, CredentialsConfig, PendingLogin, Resolution, TokenCache,
@@ -21,8 +22,14 @@ use crate::runtime::{Runtime, within};
 /// The authentication plans of an engine's agents and its token cache.
 pub(crate) struct Authenticator {
     /// Agent → its plan, or why no request to it may be sent (e.g. required credentials are
-    /// missing: never send unauthenticated).
-    plans: BTreeMap<String, Result<AuthPlan, String>>,
+    /// missing: never send unauthenticated). Updated when the engine's cards change; the plan
+    /// of a removed agent stays, so a run still holding its old card never sends to it
+    /// unauthenticated.
+    plans: std::sync::RwLock<BTreeMap<String, Planned>>,
+    /// The credentials the plans come from, kept to plan the cards added later.
+    credentials: Option<CredentialsConfig>,
+    /// Whether an [`AuthHook`](crate::AuthHook) is configured.
+    provider: bool,
     /// Held across a login, so a (agent, scheme) is never logged in twice at once.
     cache: async_lock::Mutex<TokenCache>,
     /// Deadline of one login, body included.
@@ -38,21 +45,23 @@ impl Authenticator {
         provider: bool,
         login_timeout: Duration,
     ) -> Authenticator {
-        let ctx = AuthContext {
-            provider_configured: provider,
-            client_certificate: false,
-        };
         let plans = directory
             .names()
             .filter_map(|name| {
                 let entry = directory.get(name)?;
-                let creds = credentials.and_then(|c| c.agent(name));
-                let plan = plan_auth(&entry.card, creds, ctx).map_err(|e| e.to_string());
-                Some((name.to_owned(), plan))
+                Some((
+                    name.to_owned(),
+                    Planned {
+                        plan: plan_card(&entry.card, credentials, provider),
+                        generation: 0,
+                    },
+                ))
             })
             .collect();
         Authenticator {
-            plans,
+            plans: std::sync::RwLock::new(plans),
+            credentials: credentials.cloned(),
+            provider,
             cache: async_lock::Mutex::new(TokenCache::new()),
             login_timeout,
         }
@@ -65,16 +74,22 @@ impl Authenticator {
         client: &HttpClient<R>,
         log: &LogConfig,
     ) -> Result<AuthMaterial, String> {
-        let plan = match self.plans.get(agent) {
-            None => return Ok(AuthMaterial::default()),
-            Some(Err(e)) => return Err(e.clone()),
-            Some(Ok(plan)) if plan.is_empty() => return Ok(AuthMaterial::default()),
-            Some(Ok(plan)) => plan,
+        // A copy: the plans may change while this request logs in.
+        let Some(Planned { plan, generation }) = self.plan(agent) else {
+            return Ok(AuthMaterial::default());
         };
+        let plan = match plan {
+            Err(e) => return Err(e),
+            Ok(plan) if plan.is_empty() => return Ok(AuthMaterial::default()),
+            Ok(plan) => plan,
+        };
+        // Tokens are cached per plan: a token logged in for an agent's old card (its login
+        // endpoint, its scheme) is never sent under the card that replaced it.
+        let key = cache_key(agent, generation);
         let mut cache = self.cache.lock().await;
         loop {
             match plan
-                .resolve(agent, &mut cache, now())
+                .resolve(&key, &mut cache, now())
                 .map_err(|e| e.to_string())?
             {
                 Resolution::Ready(material) => return Ok(material),
@@ -88,14 +103,14 @@ impl Authenticator {
                             ))
                         }) {
                         Ok(token) => cache.finish_login(
-                            agent,
+                            &key,
                             &pending.scheme,
                             token,
                             pending.token_ttl,
                             now(),
                         ),
                         Err(e) => {
-                            cache.fail_login(agent, &pending.scheme);
+                            cache.fail_login(&key, &pending.scheme);
                             return Err(format!(
                                 "login for {agent}/{} failed: {e}",
                                 pending.scheme
@@ -110,6 +125,73 @@ impl Authenticator {
             }
         }
     }
+}
+
+impl Authenticator {
+    /// The plan of `agent` now.
+    fn plan(&self, agent: &str) -> Option<Planned> {
+        // A poisoned lock only means a panic elsewhere while swapping a plan in: the map
+        // itself is always whole.
+        let plans = self.plans.read().unwrap_or_else(|e| e.into_inner());
+        plans.get(agent).cloned()
+    }
+
+    /// Plans `card` with the engine's credentials, without installing it.
+    pub(crate) fn plan_for(&self, card: &AgentCard) -> Result<AuthPlan, String> {
+        plan_card(card, self.credentials.as_ref(), self.provider)
+    }
+
+    /// Installs the plan of an agent whose card is now `plan`'s. A plan that differs from the
+    /// agent's current one starts a new token generation (the old tokens are no longer used).
+    pub(crate) fn install(&self, agent: &str, plan: AuthPlan) {
+        let mut plans = self.plans.write().unwrap_or_else(|e| e.into_inner());
+        let generation = match plans.get(agent) {
+            None => 0,
+            Some(old) if old.plan.as_ref() == Ok(&plan) => old.generation,
+            Some(old) => old.generation + 1,
+        };
+        plans.insert(
+            agent.to_owned(),
+            Planned {
+                plan: Ok(plan),
+                generation,
+            },
+        );
+    }
+}
+
+/// An agent's plan and how many times it changed.
+#[derive(Clone)]
+struct Planned {
+    plan: Result<AuthPlan, String>,
+    /// Part of the token cache key, so a changed plan never uses the old plan's tokens.
+    generation: u64,
+}
+
+/// The token cache key of `agent` under plan `generation`: the agent name itself for the plan
+/// it started with (the cache reads as before), with the generation appended after a change.
+fn cache_key(agent: &str, generation: u64) -> String {
+    if generation == 0 {
+        agent.to_owned()
+    } else {
+        // After a NUL, which no real agent name holds; the key is never shown.
+        format!("{agent}\u{0}{generation}")
+    }
+}
+
+/// The plan of one card: never a plan that would send unauthenticated when the card requires
+/// credentials that are missing (then the reason, naming schemes, never a secret).
+fn plan_card(
+    card: &AgentCard,
+    credentials: Option<&CredentialsConfig>,
+    provider: bool,
+) -> Result<AuthPlan, String> {
+    let ctx = AuthContext {
+        provider_configured: provider,
+        client_certificate: false,
+    };
+    let creds = credentials.and_then(|c| c.agent(&card.name));
+    plan_auth(card, creds, ctx).map_err(|e| e.to_string())
 }
 
 fn now() -> u64 {

@@ -24,6 +24,7 @@ use futures::channel::{mpsc, oneshot};
 use tracing::Instrument;
 
 use crate::auth::Authenticator;
+use crate::cards::{CARD_UNUSABLE, CardError, CardSet, LiveCards};
 use crate::config::{
     DEFAULT_LOGIN_TIMEOUT, EnvFile, EnvLookup, LogOverrides, SeedSource, protocol_log_config,
 };
@@ -53,7 +54,8 @@ pub struct EngineConfig {
     /// of [`a2at_core::a2a::select_endpoint`]: JSON-RPC and HTTP+JSON in card order, gRPC only
     /// when a card offers nothing else).
     pub preferred_binding: Option<Binding>,
-    /// HTTP exchanges in flight at once per agent, across all runs (default 16).
+    /// HTTP exchanges in flight at once per agent, across all runs (default 16); agents added
+    /// to the live engine are bounded the same way.
     pub max_in_flight_per_agent: usize,
     /// HTTP exchanges in flight at once overall, across all runs (default 256).
     pub max_in_flight: usize,
@@ -342,7 +344,11 @@ impl<R: Runtime> EngineBuilder<R> {
         self
     }
 
-    /// Validates the cards and settings and builds the engine.
+    /// Validates the settings and cards and builds the engine. A setting out of range, a blank
+    /// or repeated card name or unreadable credentials are an error; a card that cannot be used
+    /// on its own (no usable interface, missing members, authentication it requires but that
+    /// cannot be set up) is not: it is kept as unusable, logged as a warning and listed by
+    /// [`Engine::card_errors`], and only the runs that send to that agent are refused.
     pub fn build(self) -> Result<Engine<R>, EngineError> {
         if self.config.login_timeout.is_zero() {
             return Err(EngineError::Config("login_timeout must be positive"));
@@ -375,23 +381,29 @@ impl<R: Runtime> EngineBuilder<R> {
                 "max_in_flight_per_agent must be at least 1",
             ));
         }
-        let directory = AgentDirectory::new(self.cards, self.config.preferred_binding)?;
         let tls = self.tls.unwrap_or_default();
         let client = own_client(self.http, &tls, self.proxy, self.request_hook)?;
+        // Plans are installed card by card as the cards are checked, now and on every change.
         let authenticator = Authenticator::new(
-            &directory,
+            &AgentDirectory::default(),
             credentials.as_ref(),
             self.auth.is_some(),
             self.config.login_timeout,
         );
+        let cards = LiveCards::build(self.cards, self.config.preferred_binding, &authenticator)?;
+        let set = cards.snapshot();
+        // Agents get their slots on first use (also those added later); made here, the names
+        // known now need no lock on their first exchange.
         let limits = Limits::new(
-            directory.names(),
+            set.directory
+                .names()
+                .chain(set.broken.keys().map(String::as_str)),
             self.config.max_in_flight_per_agent,
             self.config.max_in_flight,
         );
         Ok(Engine {
             inner: Arc::new(Inner {
-                directory: Arc::new(directory),
+                cards,
                 config: self.config,
                 transport: Arc::new(Transport {
                     credentials: authenticator,
@@ -439,7 +451,8 @@ pub(crate) fn own_client<R: Runtime>(
 }
 
 struct Inner<R> {
-    directory: Arc<AgentDirectory>,
+    /// The live card set; runs take its current value when they start.
+    cards: LiveCards,
     config: EngineConfig,
     transport: Arc<Transport<R>>,
     runs: AtomicU64,
@@ -460,7 +473,9 @@ impl<R> Drop for Inner<R> {
 }
 
 /// The engine: validated cards, settings, the HTTP client and the concurrency limits. Cheap to
-/// clone; every clone shares them, so one engine serves many concurrent runs.
+/// clone; every clone shares them, so one engine serves many concurrent runs. Its cards can
+/// change while it runs ([`Engine::add_card`] and the like); each run keeps the cards it
+/// started with.
 pub struct Engine<R> {
     inner: Arc<Inner<R>>,
 }
@@ -476,7 +491,7 @@ impl<R> Clone for Engine<R> {
 impl<R> std::fmt::Debug for Engine<R> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Engine")
-            .field("agents", &self.inner.directory.len())
+            .field("agents", &self.inner.cards.snapshot().directory.len())
             .field("config", &self.inner.config)
             .finish_non_exhaustive()
     }
@@ -507,9 +522,101 @@ impl<R: Runtime> Engine<R> {
         &self.inner.config
     }
 
-    /// The validated agents.
-    pub fn directory(&self) -> &AgentDirectory {
-        &self.inner.directory
+    /// The card set now, for one run or task call to keep.
+    pub(crate) fn cards(&self) -> Arc<CardSet> {
+        self.inner.cards.snapshot()
+    }
+
+    /// The usable agents now: a value that later card changes leave alone (they swap in a new
+    /// one).
+    pub fn directory(&self) -> Arc<AgentDirectory> {
+        self.inner.cards.snapshot().directory.clone()
+    }
+
+    /// The names of the agents with a card, usable or not, in sorted order.
+    pub fn agent_names(&self) -> Vec<String> {
+        let set = self.inner.cards.snapshot();
+        let mut names: Vec<String> = set
+            .directory
+            .names()
+            .map(str::to_owned)
+            .chain(set.broken.keys().cloned())
+            .collect();
+        names.sort();
+        names
+    }
+
+    /// The usable card of `agent`, as given (before endpoint selection).
+    pub fn card(&self, agent: &str) -> Option<AgentCard> {
+        let set = self.inner.cards.snapshot();
+        set.directory.get(agent).map(|entry| entry.card.clone())
+    }
+
+    /// The cards that cannot be used, each with why, by agent name. A run or task call that
+    /// needs one of these agents is refused with [`CARD_UNUSABLE`](crate::CARD_UNUSABLE);
+    /// everything else runs.
+    pub fn card_errors(&self) -> Vec<CardError> {
+        self.inner
+            .cards
+            .snapshot()
+            .broken
+            .values()
+            .cloned()
+            .collect()
+    }
+
+    /// The problem of `agent`'s card, if it has an unusable one.
+    pub fn card_error(&self, agent: &str) -> Option<CardError> {
+        self.inner.cards.snapshot().broken.get(agent).cloned()
+    }
+
+    /// Adds the card of a new agent, checked as [`EngineBuilder::build`] checks each card.
+    /// Runs started from now on can use it; runs already under way never see it.
+    ///
+    /// A card that cannot be used is kept as unusable (see [`Engine::card_errors`]) and its
+    /// problem returned. A name the engine already has is refused with
+    /// [`CardErrorKind::AlreadyPresent`](crate::CardErrorKind::AlreadyPresent) and nothing
+    /// changes, as is a card with a blank name.
+    pub fn add_card(&self, card: AgentCard) -> Result<(), CardError> {
+        self.inner
+            .cards
+            .put(card, Some(false), &self.inner.transport.credentials)
+    }
+
+    /// Replaces the card of an agent the engine has (usable or not). Runs started from now on
+    /// use the new card; a run already under way keeps the card it started with (endpoint,
+    /// binding, streaming), while requests authenticate with the agent's current credentials
+    /// plan. A name the engine does not have is refused with
+    /// [`CardErrorKind::NotPresent`](crate::CardErrorKind::NotPresent) and nothing changes; a
+    /// card that cannot be used replaces the old one as unusable and its problem is returned.
+    pub fn replace_card(&self, card: AgentCard) -> Result<(), CardError> {
+        self.inner
+            .cards
+            .put(card, Some(true), &self.inner.transport.credentials)
+    }
+
+    /// Adds or replaces one card (either of [`Engine::add_card`] and [`Engine::replace_card`]).
+    pub fn upsert_card(&self, card: AgentCard) -> Result<(), CardError> {
+        self.inner
+            .cards
+            .put(card, None, &self.inner.transport.credentials)
+    }
+
+    /// Removes the card of `agent` (usable or not); whether there was one. A run that starts
+    /// afterwards and sends to it fails its task with `workflow.agent_not_found`; runs already
+    /// under way keep the card.
+    pub fn remove_card(&self, agent: &str) -> bool {
+        self.inner.cards.remove(agent)
+    }
+
+    /// Replaces the whole card set, checked as [`EngineBuilder::build`] checks it: a blank or
+    /// repeated name refuses the set (nothing changes); otherwise the unusable cards are kept
+    /// as such and returned, one error each (empty: every card is usable).
+    pub fn set_cards(&self, cards: Vec<AgentCard>) -> Result<Vec<CardError>, EngineError> {
+        Ok(self
+            .inner
+            .cards
+            .replace_all(cards, &self.inner.transport.credentials)?)
     }
 
     /// The HTTP client (e.g. to read [`HttpClient::requests_sent`]).
@@ -521,7 +628,7 @@ impl<R: Runtime> Engine<R> {
     /// [`ExtensionSender`](crate::ExtensionSender) built from this engine.
     pub(crate) fn extension_parts(&self) -> ExtensionParts {
         ExtensionParts {
-            directory: self.inner.directory.clone(),
+            directory: self.directory(),
             auth: self.inner.transport.auth.clone(),
             credentials: self.inner.credentials.clone(),
             tls: self.inner.tls.clone(),
@@ -556,7 +663,8 @@ impl<R: Runtime> Engine<R> {
     /// Continues run `run_id` from its journal in `store`, after the engine process that ran
     /// it died: the journal is replayed without carrying anything out again, then the run
     /// goes on live (see [`crate::journal`] for what is asked and sent again). The handle's
-    /// events start after the restart. The engine's cards must still reach the agents.
+    /// events start after the restart. The run keeps the cards journaled when it started (as
+    /// any run keeps its cards); this engine gives it transport, credentials and limits.
     pub async fn resume<C: ControlPoint + 'static>(
         &self,
         store: Arc<dyn JournalStore>,
@@ -847,13 +955,31 @@ impl<R: Runtime, C: ControlPoint + 'static> RunBuilder<R, C> {
                 },
             );
         }
+        // The cards of this run: changes made from now on never reach it. A closed engine
+        // refuses with `engine.closed` below, whatever the cards.
+        let cards = self.engine.cards();
+        let unusable = cards
+            .unusable_in(&self.workflow)
+            .filter(|_| !self.engine.is_closed());
+        if let Some(e) = unusable {
+            let execution_id = a2at_core::IdGenerator::new(seed).next_uuid();
+            tracing::warn!(%execution_id, agent = %e.agent, error = %e, "run refused: unusable card");
+            return refused(
+                execution_id,
+                seed,
+                a2at_core::result::RunError {
+                    code: CARD_UNUSABLE.to_owned(),
+                    message: e.to_string(),
+                },
+            );
+        }
         let slot = self.engine.inner.registry.open_run();
         let trace = self.trace.filter(|_| slot.is_some());
         let recorder = trace.and_then(|writer| {
             Recorder::start(
                 writer,
                 &self.workflow,
-                &self.engine.inner.directory,
+                &cards.directory,
                 &config,
                 &self.start,
             )
@@ -862,17 +988,12 @@ impl<R: Runtime, C: ControlPoint + 'static> RunBuilder<R, C> {
             Journaling::new_run(
                 store,
                 &self.workflow,
-                &self.engine.inner.directory,
+                &cards.directory,
                 &config,
                 &self.start,
             )
         });
-        let run = Run::new(
-            self.workflow,
-            self.engine.inner.directory.clone(),
-            config,
-            self.start,
-        );
+        let run = Run::new(self.workflow, cards.directory.clone(), config, self.start);
         let execution_id = run.execution_id().to_owned();
         if let Some(j) = &mut journal {
             j.set_run_id(&execution_id);

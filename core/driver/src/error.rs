@@ -6,7 +6,10 @@ use a2at_core::agents::DirectoryError;
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum EngineError {
-    /// The cards are invalid or an agent has no usable interface.
+    /// The cards are invalid as a set. For an engine: a blank or repeated name (a card that
+    /// cannot be used on its own is kept as unusable instead, see
+    /// [`Engine::card_errors`](crate::Engine::card_errors)); for an extension sender built from
+    /// cards: any invalid card or one without a usable interface.
     #[error(transparent)]
     Cards(#[from] DirectoryError),
     /// A setting is out of range.

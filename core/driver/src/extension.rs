@@ -383,7 +383,9 @@ impl<R> std::fmt::Debug for ExtensionSender<R> {
 impl<R: Runtime> Engine<R> {
     /// A builder for an [`ExtensionSender`] over this engine's validated cards and
     /// authentication hook, with budgets taken from the engine (send budget = task budget).
-    /// The sender gets its own transport. Its Notification-T subscriptions belong to the
+    /// The sender gets its own transport and keeps the engine's usable cards of the moment it
+    /// is built: cards changed on the engine afterwards reach only senders built afterwards.
+    /// Its Notification-T subscriptions belong to the
     /// engine's lifecycle: [`Engine::close`] (or dropping the engine) closes them, and a
     /// subscription opened after that closes at once.
     pub fn extension_sender_builder(&self) -> ExtensionSenderBuilder<R> {

@@ -24,6 +24,19 @@
 //! the runtime's blocking pool ([`Runtime::run_blocking`]), one at a time per subscription.
 //! `runtime-tokio/examples/notification.rs` opens a subscription beside a running workflow.
 //!
+//! ## Cards that change while the engine runs
+//!
+//! [`Engine::add_card`], [`Engine::replace_card`], [`Engine::upsert_card`],
+//! [`Engine::remove_card`] and [`Engine::set_cards`] change an engine's cards while runs go on;
+//! every clone of the engine sees the change. A run takes the cards current when it starts and
+//! keeps them to its end (endpoint, binding, streaming), as do task calls and an
+//! [`ExtensionSender`], which keeps the cards of the engine when it was built. A card that
+//! cannot be used (no usable interface, missing members, authentication it requires but the
+//! engine cannot set up) never fails [`EngineBuilder::build`] or the change: it is kept as
+//! unusable with a [`CardError`] naming the agent and the problem ([`Engine::card_errors`]),
+//! and only the runs and task calls that send to that agent are refused, with
+//! [`CARD_UNUSABLE`]. JSON cards go through [`card_from_json`], which normalises them first.
+//!
 //! ## Discovery
 //!
 //! [`RegistryClient`] fetches and registers AgentCards at a registry, and [`PsopClient`] (the
@@ -100,6 +113,7 @@
 
 mod adapter;
 mod auth;
+mod cards;
 mod config;
 mod discovery;
 mod engine;
@@ -124,6 +138,7 @@ mod transport_tests;
 pub use a2at_core;
 
 pub use a2at_core::driver_support::{BuiltControlPoint, ControlPointBuilder, EventEnvelope};
+pub use cards::{CARD_UNUSABLE, CardError, CardErrorKind, card_from_json};
 pub use config::{DEFAULT_LOGIN_TIMEOUT, EnvFile, SeedSource};
 pub use discovery::{
     DEFAULT_DISCOVERY_DEADLINE, DEFAULT_MAX_DISCOVERY_BODY_BYTES, DiscoveryError, MAX_REDIRECTS,

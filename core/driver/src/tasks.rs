@@ -88,7 +88,12 @@ impl<R: Runtime> Engine<R> {
             budget: self.config().run.task_budget,
             decode_limits: self.config().run.decode_limits,
         };
-        TaskOperation::new(self.directory(), agent, command, config)
+        // The cards now; a change during the call does not reach it.
+        let cards = self.cards();
+        if let Some(e) = cards.broken.get(agent) {
+            return Err(TaskError::new(crate::CARD_UNUSABLE, e.to_string()));
+        }
+        TaskOperation::new(&cards.directory, agent, command, config)
     }
 
     /// Runs one unary task call to its answer.

@@ -26,7 +26,10 @@ pub type AuthHook =
 #[derive(Debug)]
 pub(crate) struct Limits {
     overall: Arc<Semaphore>,
-    per_agent: BTreeMap<String, Arc<Semaphore>>,
+    per_agent_slots: usize,
+    /// One semaphore per agent name, made the first time the agent is used: cards added to a
+    /// live engine get the same bound as those it was built with.
+    per_agent: std::sync::Mutex<BTreeMap<String, Arc<Semaphore>>>,
 }
 
 impl Limits {
@@ -37,21 +40,38 @@ impl Limits {
     ) -> Limits {
         Limits {
             overall: Arc::new(Semaphore::new(overall)),
-            per_agent: agents
-                .map(|a| (a.to_owned(), Arc::new(Semaphore::new(per_agent))))
-                .collect(),
+            per_agent_slots: per_agent,
+            per_agent: std::sync::Mutex::new(
+                agents
+                    .map(|a| (a.to_owned(), Arc::new(Semaphore::new(per_agent))))
+                    .collect(),
+            ),
         }
+    }
+
+    fn agent_slots(&self, agent: &str) -> Arc<Semaphore> {
+        // A poisoned map only means another thread panicked between two map operations, which
+        // leave it consistent; the limits must keep working.
+        let mut slots = self
+            .per_agent
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        if let Some(sem) = slots.get(agent) {
+            return sem.clone();
+        }
+        let sem = Arc::new(Semaphore::new(self.per_agent_slots));
+        slots.insert(agent.to_owned(), sem.clone());
+        sem
     }
 
     /// Waits for a slot for `agent`, then for an overall slot (in that order, so exchanges
     /// queued behind a busy agent never hold overall slots).
     async fn acquire(&self, agent: &str) -> Vec<SemaphoreGuardArc> {
-        let mut permits = Vec::with_capacity(2);
-        if let Some(sem) = self.per_agent.get(agent) {
-            permits.push(sem.acquire_arc().await);
-        }
-        permits.push(self.overall.acquire_arc().await);
-        permits
+        let agent_slots = self.agent_slots(agent);
+        vec![
+            agent_slots.acquire_arc().await,
+            self.overall.acquire_arc().await,
+        ]
     }
 }
 

@@ -10,7 +10,7 @@ use crate::ScriptedAgent;
 use crate::loopback::LoopbackServer;
 use a2at_core::a2a::AgentCard;
 use a2at_core::auth::{CredentialKey, CredentialsConfig, encrypt_value};
-use a2at_core::host::{MessageContent, codes};
+use a2at_core::host::MessageContent;
 use a2at_core::run::RunStart;
 use a2at_core::workflow::parse_and_validate;
 use a2at_driver::ControlPointBuilder;
@@ -64,24 +64,20 @@ pub fn a_card_that_requires_auth_is_never_called_without_credentials<T: TestRunt
     T::block_on(async {
         let server = LoopbackServer::start(vec![ScriptedAgent::new("alpha")]).await;
         let (schemes, reqs) = bearer();
+        // The engine builds; the card is unusable, and a run that needs it is refused.
         let engine = Engine::<T>::builder(secured(&server, schemes, reqs))
             .build()
             .unwrap();
+        let problem = engine
+            .card_error("alpha")
+            .expect("alpha's card is unusable");
+        assert_eq!(problem.kind, a2at_driver::CardErrorKind::Auth);
         let result = run_once(&engine).await;
         assert!(!result.success);
-        assert_eq!(
-            result.history[0].error_code.as_deref(),
-            Some(codes::REMOTE_NO_RESPONSE)
-        );
-        assert!(
-            result.history[0]
-                .error
-                .as_deref()
-                .unwrap()
-                .contains("alpha"),
-            "{:?}",
-            result.history[0].error
-        );
+        let error = result.error.expect("a run error");
+        assert_eq!(error.code, a2at_driver::CARD_UNUSABLE);
+        assert!(error.message.contains("alpha"), "{}", error.message);
+        assert!(error.message.contains("bearer"), "{}", error.message);
         assert_eq!(server.total_requests(), 0, "nothing was sent");
     })
 }
@@ -229,6 +225,60 @@ pub fn a_login_token_is_fetched_once_and_reused_by_concurrent_runs<T: TestRuntim
         for req in server.requests_to("alpha", "SendMessage") {
             assert_eq!(req.header("X-Auth-Token"), Some("session-1"));
         }
+    })
+}
+
+pub fn a_replaced_card_with_another_auth_plan_never_reuses_the_old_token<T: TestRuntime>() {
+    T::block_on(async {
+        let server = LoopbackServer::start(vec![ScriptedAgent::new("alpha")]).await;
+        let (login_url, logins) = login_server();
+        // No `auth_header`: where the token goes comes from the card's scheme.
+        let creds = CredentialsConfig::from_json_value(
+            &json!({"alpha": {"bearer": {"login_url": login_url,
+                "request_fields": {"username": "u", "password": "p"},
+                "token_field": "data.accessSession"}}}),
+            None,
+        )
+        .unwrap();
+        let (schemes, reqs) = bearer();
+        let as_bearer = secured(&server, schemes, reqs.clone());
+        let engine = Engine::<T>::builder(as_bearer.clone())
+            .credentials(creds)
+            .build()
+            .unwrap();
+        let last_send = || {
+            server
+                .requests_to("alpha", "SendMessage")
+                .pop()
+                .expect("a send")
+        };
+        assert!(run_once(&engine).await.success);
+        assert_eq!(
+            last_send().header("authorization"),
+            Some("Bearer session-1")
+        );
+
+        // The same card again: same plan, the cached token is reused.
+        engine.replace_card(as_bearer[0].clone()).unwrap();
+        assert!(run_once(&engine).await.success);
+        assert_eq!(logins.load(Ordering::SeqCst), 1);
+
+        // The scheme now puts the token in another header: a new plan logs in again.
+        let as_key = secured(
+            &server,
+            json!({"bearer": {"apiKeySecurityScheme": {"location": "header", "name": "X-Session"}}}),
+            reqs,
+        );
+        engine.replace_card(as_key[0].clone()).unwrap();
+        assert!(run_once(&engine).await.success);
+        assert_eq!(
+            logins.load(Ordering::SeqCst),
+            2,
+            "a fresh login for the new plan"
+        );
+        let sent = last_send();
+        assert_eq!(sent.header("X-Session"), Some("session-2"));
+        assert_eq!(sent.header("authorization"), None);
     })
 }
 

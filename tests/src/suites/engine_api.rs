@@ -79,6 +79,35 @@ pub fn in_flight_exchanges_never_exceed_the_limits_across_runs<T: TestRuntime>()
     })
 }
 
+pub fn an_agent_added_to_a_live_engine_gets_the_same_per_agent_limit<T: TestRuntime>() {
+    T::block_on(async {
+        let server = LoopbackServer::start(vec![
+            slow(ScriptedAgent::new("alpha")),
+            slow(ScriptedAgent::new("beta")),
+        ])
+        .await;
+        let cards = server.cards();
+        let (alpha, beta): (Vec<_>, Vec<_>) = cards.into_iter().partition(|c| c.name == "alpha");
+        let engine = Engine::<T>::builder(alpha)
+            .max_in_flight_per_agent(2)
+            .build()
+            .expect("engine");
+        engine
+            .add_card(beta.into_iter().next().expect("beta's card"))
+            .expect("beta added");
+        let result = engine
+            .execute(wide(&["beta"], 8), RunStart::default(), echo_host())
+            .await;
+        assert!(result.success, "{:?}", result.error);
+        assert_eq!(server.total_requests(), 8);
+        assert_eq!(
+            server.max_in_flight("beta"),
+            2,
+            "bounded like the agents the engine was built with"
+        );
+    })
+}
+
 pub fn two_hundred_concurrent_runs_share_one_engine<T: TestRuntime>() {
     T::block_on(async {
         let server = LoopbackServer::start(vec![

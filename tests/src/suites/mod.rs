@@ -7,6 +7,7 @@
 #![allow(missing_docs)]
 
 pub mod auth;
+pub mod cards;
 pub mod close;
 pub mod engine_api;
 pub mod extension;
@@ -57,6 +58,27 @@ macro_rules! extension_suite {
                 ack_then_notifications_then_host_close,
                 authorization_success_failure_rejection_and_polling,
                 an_overloaded_agent_gets_the_authorization_again,
+            ]
+        );
+    };
+}
+
+/// Instantiates the cards suite (adding, replacing and removing cards on a live engine, unusable
+/// cards reported per card) on a [`TestRuntime`](crate::runtime::TestRuntime).
+#[macro_export]
+macro_rules! cards_suite {
+    ($rt:ty) => {
+        $crate::__suite_tests!(
+            $rt,
+            cards,
+            [
+                a_card_added_to_a_live_engine_serves_new_runs,
+                a_replaced_card_reaches_new_runs_while_a_started_run_keeps_the_old_one,
+                a_removed_card_fails_new_runs_typed_and_leaves_the_others_alone,
+                an_engine_with_unusable_cards_builds_and_refuses_only_the_runs_that_need_them,
+                set_cards_reports_each_unusable_card_and_refuses_a_repeated_name,
+                json_cards_are_normalised_and_a_broken_one_names_its_agent,
+                card_changes_racing_run_starts_never_break_a_run,
             ]
         );
     };
@@ -160,6 +182,7 @@ macro_rules! engine_api_suite {
             engine_api,
             [
                 in_flight_exchanges_never_exceed_the_limits_across_runs,
+                an_agent_added_to_a_live_engine_gets_the_same_per_agent_limit,
                 two_hundred_concurrent_runs_share_one_engine,
                 send_task_runs_one_task_without_a_workflow,
                 transport_failures_become_no_response,
@@ -212,6 +235,7 @@ macro_rules! auth_suite {
                 an_api_key_in_the_query_is_added_to_the_url,
                 a_conflicting_header_from_the_hook_blocks_the_send,
                 a_login_token_is_fetched_once_and_reused_by_concurrent_runs,
+                a_replaced_card_with_another_auth_plan_never_reuses_the_old_token,
                 the_extension_sender_built_from_an_engine_uses_its_credentials,
                 a_credentials_file_fails_closed_without_the_key_and_loads_with_it,
             ]
