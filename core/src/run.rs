@@ -36,9 +36,9 @@ use crate::host::{
     HostReply, HostRequest, RouteDecision, RouteRequest, TaskExecutionResult, TaskRequest,
     TaskResult, TaskStatus, UpstreamStepResult, WorkflowInput, codes,
 };
-use crate::ids::{CallId, IdGenerator, StepId, TaskKey, name_based_uuid};
+use crate::ids::{CallId, IdGenerator, StepId, TaskKey, task_uuid};
 use crate::io::{ApiMisuse, Input, Output};
-use crate::machine::{CallOwner, Ctx, TimerKey, emit};
+use crate::machine::{CallOwner, Ctx, TimerKey, emit, object};
 use crate::remote::{self, Env, Invocation, Routed};
 use crate::result::{ExecutionResult, RunError, StepReport, StepStatus};
 use crate::time::Timestamp;
@@ -563,19 +563,20 @@ impl Run {
         emit!(self.ctx, last, {
             let history = serde_json::to_value(&result.history).unwrap_or(Value::Null);
             let outputs = serde_json::to_value(&result.step_outputs).unwrap_or(Value::Null);
+            let execution_id = Value::from(self.ctx.execution_id.as_str());
             match &result.error {
-                None => json!({
-                    "history": history,
-                    "step_outputs": outputs,
-                    "executionId": self.ctx.execution_id,
-                }),
-                Some(error) => json!({
-                    "error": error.message,
-                    "errorCode": error.code,
-                    "history": history,
-                    "step_outputs": outputs,
-                    "executionId": self.ctx.execution_id,
-                }),
+                None => object([
+                    ("history", history),
+                    ("step_outputs", outputs),
+                    ("executionId", execution_id),
+                ]),
+                Some(error) => object([
+                    ("error", Value::from(error.message.as_str())),
+                    ("errorCode", Value::from(error.code.as_str())),
+                    ("history", history),
+                    ("step_outputs", outputs),
+                    ("executionId", execution_id),
+                ]),
             }
         });
         self.ctx.push(Output::Finished(Box::new(result.clone())));
@@ -676,8 +677,7 @@ impl Run {
                 step: id,
                 subtask: i as u32,
             };
-            let task_id =
-                name_based_uuid(&format!("{}:{}:{}", self.ctx.execution_id, step.name, i));
+            let task_id = task_uuid(&self.ctx.execution_id, &step.name, i as u32);
             let request = TaskRequest {
                 execution_id: self.ctx.execution_id.clone(),
                 task_id: task_id.clone(),
@@ -753,10 +753,7 @@ impl Run {
             subtask_index: key.subtask,
             agent_name: sub.agent.clone(),
             skill: sub.skill.clone(),
-            task_id: name_based_uuid(&format!(
-                "{}:{}:{}",
-                self.ctx.execution_id, step.name, key.subtask
-            )),
+            task_id: task_uuid(&self.ctx.execution_id, &step.name, key.subtask),
             task_description: sub.description.clone(),
             status,
             outputs,
@@ -819,7 +816,7 @@ impl Run {
                 "subtask_index": key.subtask,
                 "agent": result.agent_name,
                 "task": result.task_description,
-                "outputs": result.outputs,
+                "outputs": Value::Array(result.outputs.clone()),
                 "success": result.status == TaskStatus::Success,
                 "status": result.status.as_str(),
                 "taskId": result.task_id,
@@ -899,7 +896,12 @@ impl Run {
             emit!(
                 self.ctx,
                 EventType::StepComplete,
-                json!({ "step": name, "success": true, "results": results_json, "executionId": self.ctx.execution_id }),
+                object([
+                    ("step", Value::from(name.as_str())),
+                    ("success", Value::Bool(true)),
+                    ("results", results_json),
+                    ("executionId", Value::from(self.ctx.execution_id.as_str())),
+                ]),
             );
             if !self.stopping() {
                 self.begin_routing(id);
@@ -909,13 +911,13 @@ impl Run {
             emit!(
                 self.ctx,
                 EventType::Error,
-                json!({
-                    "step": name,
-                    "results": results_json,
-                    "error": "Step execution failed",
-                    "errorCode": codes::STEP_FAILED,
-                    "executionId": self.ctx.execution_id,
-                }),
+                object([
+                    ("step", Value::from(name.as_str())),
+                    ("results", results_json),
+                    ("error", Value::from("Step execution failed")),
+                    ("errorCode", Value::from(codes::STEP_FAILED)),
+                    ("executionId", Value::from(self.ctx.execution_id.as_str())),
+                ]),
             );
             self.fail_run(
                 codes::STEP_FAILED,

@@ -1,7 +1,7 @@
-//! Workflows and wire streams the benchmarks run (`tests/benches`): large random DAGs, a wide
-//! fan-out into one join, a step with many conditional edges, a multi-round negotiation, and a
-//! realistic SSE stream. Kept here so the criterion bench and the printed scaling table measure
-//! exactly the same shapes.
+//! Workflows and wire streams the benchmarks run (`tests/benches`): large random DAGs, long
+//! chains, a wide fan-out into one join, a step with many conditional edges, a multi-round
+//! negotiation, and a realistic SSE stream. Kept here so the criterion bench, the printed scaling
+//! table and the instruction counts measure exactly the same shapes.
 
 use std::time::Duration;
 
@@ -58,6 +58,26 @@ pub fn random_dag(n: usize, seed: u64) -> Value {
         })
         .collect();
     json!({"name": "bench", "steps": steps})
+}
+
+/// `n` remote steps in a line on agent `agent`, each the only successor of the one before: the
+/// core's per-step cost with no fan-out and no local steps to dilute it.
+pub fn chain(n: usize) -> Value {
+    let steps: Vec<Value> = (0..n)
+        .map(|i| {
+            let next = if i + 1 < n {
+                json!([{"step": format!("s{}", i + 1)}])
+            } else {
+                json!([])
+            };
+            json!({
+                "name": format!("s{i}"),
+                "subtasks": [{"agent": "agent", "description": format!("task {i}")}],
+                "next": next
+            })
+        })
+        .collect();
+    json!({"name": "chain", "steps": steps})
 }
 
 /// One SELF_LOOP step fanning out to `width` remote steps that all join into one ALL_SUCCESS step.
