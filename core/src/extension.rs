@@ -685,7 +685,7 @@ impl Authorization {
     /// Feeds one input that happened at `now`. [`Input::Cancel`] gives the authorization up
     /// ([`codes::CANCELLED`]); host replies are ignored.
     pub fn handle(&mut self, input: Input, now: Timestamp) -> Result<(), ApiMisuse> {
-        self.advance(now)?;
+        self.ctx.advance_to(now)?;
         let mut env = Env {
             ctx: &mut self.ctx,
             agents: &self.agents,
@@ -713,7 +713,7 @@ impl Authorization {
 
     /// The clock reached [`Authorization::poll_timeout`] (or later).
     pub fn handle_timeout(&mut self, now: Timestamp) -> Result<(), ApiMisuse> {
-        self.advance(now)?;
+        self.ctx.advance_to(now)?;
         while let Some(key) = self.ctx.pop_due(now) {
             let mut env = Env {
                 ctx: &mut self.ctx,
@@ -740,17 +740,6 @@ impl Authorization {
             };
             self.collect(finished);
         }
-        Ok(())
-    }
-
-    fn advance(&mut self, now: Timestamp) -> Result<(), ApiMisuse> {
-        if now < self.ctx.now {
-            return Err(ApiMisuse::TimeWentBackwards {
-                last: self.ctx.now,
-                now,
-            });
-        }
-        self.ctx.now = now;
         Ok(())
     }
 

@@ -8,7 +8,7 @@ use serde_json::Value;
 use crate::a2a::ResponseDecoder;
 use crate::event::{Event, EventSelection, EventType};
 use crate::ids::{CallId, IdGenerator, OpId, StepId, TaskKey};
-use crate::io::{Correlation, OpPurpose, Output};
+use crate::io::{ApiMisuse, Correlation, OpPurpose, Output};
 use crate::time::Timestamp;
 
 /// Everything a machine can wait for. Ties at one instant fire in this enum's order, then by
@@ -91,6 +91,19 @@ pub(crate) fn object<const N: usize>(fields: [(&str, Value); N]) -> Value {
 }
 
 impl Ctx {
+    /// Moves the clock to `now`; an earlier instant than the last one is refused, the clock
+    /// unchanged.
+    pub fn advance_to(&mut self, now: Timestamp) -> Result<(), ApiMisuse> {
+        if now < self.now {
+            return Err(ApiMisuse::TimeWentBackwards {
+                last: self.now,
+                now,
+            });
+        }
+        self.now = now;
+        Ok(())
+    }
+
     pub fn new(ids: IdGenerator, execution_id: String, events: EventSelection) -> Self {
         Ctx {
             now: Timestamp::ZERO,

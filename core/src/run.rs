@@ -378,14 +378,7 @@ impl Run {
         if self.finished.is_some() {
             return Err(ApiMisuse::Finished);
         }
-        if now < self.ctx.now {
-            return Err(ApiMisuse::TimeWentBackwards {
-                last: self.ctx.now,
-                now,
-            });
-        }
-        self.ctx.now = now;
-        Ok(())
+        self.ctx.advance_to(now)
     }
 
     // ----- lifecycle -----
