@@ -131,3 +131,18 @@ fn a_failed_send_shows_its_failure_in_the_flat_result() {
     assert_eq!(flat.failure_code, result.error_code);
     assert_eq!(flat.failure_message, result.error);
 }
+
+#[test]
+fn without_artifacts_the_text_is_the_status_messages() {
+    let out = run(streaming(vec![
+        json!({"task": {"id": "$TASK", "contextId": "$CTX", "status": {"state": "TASK_STATE_WORKING"}}}),
+        json!({"statusUpdate": {"taskId": "$TASK", "contextId": "$CTX",
+            "status": {"state": "TASK_STATE_COMPLETED", "message": {
+                "messageId": "m1", "role": "ROLE_AGENT",
+                "parts": [{"text": "answered"}, {"data": {"x": 1}}, {"text": "in the status"}]}}}}),
+    ]));
+    assert!(out.result().success);
+    let flat = out.result().history[0].send_result();
+    assert_eq!(flat.text, "answered\nin the status");
+    assert_eq!(flat.task.unwrap().artifacts.len(), 0);
+}
