@@ -1211,6 +1211,32 @@ fn trailers_only_and_plain_http_errors_are_rejected() {
     assert_eq!(out.len(), 2);
 }
 
+#[test]
+fn a_trailers_only_error_behind_an_http_error_status_keeps_its_headers() {
+    // A gateway answering 503 with a gRPC status in the headers: the status is the error, the
+    // HTTP layer's headers are its evidence (secrets masked).
+    let head = trailers(&[
+        ("content-type", "application/grpc"),
+        ("grpc-status", "14"),
+        ("grpc-message", "upstream down"),
+        ("x-request-id", "r-42"),
+        ("authorization", "Bearer planted-secret"),
+    ]);
+    let out = unary(CallKind::GetTask, (503, head), &[], None);
+    let ResponseItem::Rejected(e) = &out[0] else {
+        panic!("{out:?}");
+    };
+    assert_eq!(e.evidence()["headers"]["x-request-id"], "r-42");
+    assert!(!e.evidence().to_string().contains("planted-secret"));
+    // The same status behind HTTP 200 is a plain gRPC error: no HTTP evidence kept.
+    let head = trailers(&[("content-type", "application/grpc"), ("grpc-status", "14")]);
+    let out = unary(CallKind::GetTask, (200, head), &[], None);
+    let ResponseItem::Rejected(e) = &out[0] else {
+        panic!("{out:?}");
+    };
+    assert!(e.headers.is_empty());
+}
+
 // ---- properties -----------------------------------------------------------------------------
 
 mod properties {
