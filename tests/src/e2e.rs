@@ -203,18 +203,7 @@ fn subtask(agent: &str, i: usize) -> Value {
 
 /// `n` steps in a line, the first on `first`, the others on `rest`.
 fn chain(n: usize, first: &str, rest: &str) -> Arc<ValidatedWorkflow> {
-    let steps: Vec<Value> = (0..n)
-        .map(|i| {
-            let next = if i + 1 < n {
-                json!([{"step": format!("s{}", i + 1)}])
-            } else {
-                json!([])
-            };
-            let agent = if i == 0 { first } else { rest };
-            json!({"name": format!("s{i}"), "subtasks": subtask(agent, i), "next": next})
-        })
-        .collect();
-    validated(json!({"name": "chain", "steps": steps}))
+    validated(crate::workloads::chain_on(n, first, rest))
 }
 
 /// `width` start steps, each leading to one ALL_SUCCESS join step.

@@ -63,6 +63,11 @@ pub fn random_dag(n: usize, seed: u64) -> Value {
 /// `n` remote steps in a line on agent `agent`, each the only successor of the one before: the
 /// core's per-step cost with no fan-out and no local steps to dilute it.
 pub fn chain(n: usize) -> Value {
+    chain_on(n, "agent", "agent")
+}
+
+/// `n` remote steps in a line, the first on agent `first`, the others on `rest`.
+pub fn chain_on(n: usize, first: &str, rest: &str) -> Value {
     let steps: Vec<Value> = (0..n)
         .map(|i| {
             let next = if i + 1 < n {
@@ -70,9 +75,10 @@ pub fn chain(n: usize) -> Value {
             } else {
                 json!([])
             };
+            let agent = if i == 0 { first } else { rest };
             json!({
                 "name": format!("s{i}"),
-                "subtasks": [{"agent": "agent", "description": format!("task {i}")}],
+                "subtasks": [{"agent": agent, "description": format!("task {i}")}],
                 "next": next
             })
         })
