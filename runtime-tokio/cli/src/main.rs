@@ -4,6 +4,7 @@
 mod demo;
 mod discover_cmd;
 mod progress;
+mod report;
 mod run_cmd;
 mod task_cmd;
 
@@ -33,6 +34,9 @@ enum Command {
         /// Have the host reject the second proposal, to see a failing run (exit code 1).
         #[arg(long)]
         reject: bool,
+        /// Also write the run's HTML report (workflow, timeline, outputs) to this file.
+        #[arg(long)]
+        report: Option<PathBuf>,
     },
     /// Check a workflow file and list every problem found (exit code 1 when there are any).
     Validate {
@@ -60,6 +64,18 @@ enum Command {
         /// `openssl rand -hex 32` makes one.
         #[arg(long)]
         key: Option<String>,
+    },
+    /// Write one self-contained HTML page showing a finished run: the workflow coloured by step
+    /// status and a timeline of every subtask and exchange (the timeline needs a trace).
+    Report {
+        /// An a2at trace (JSON lines, from `a2at run --trace`) or an `ExecutionResult` JSON file.
+        input: PathBuf,
+        /// The HTML file to write.
+        #[arg(short, long)]
+        output: PathBuf,
+        /// The workflow, to draw the graph of a result file (a trace carries its own).
+        #[arg(long)]
+        workflow: Option<PathBuf>,
     },
     /// Replay an a2at trace through a fresh core run and compare every output with the recording.
     Replay {
@@ -167,8 +183,8 @@ enum Format {
 fn main() -> ExitCode {
     let cli = Cli::parse();
     match cli.command {
-        None => demo::run(false),
-        Some(Command::Demo { reject }) => demo::run(reject),
+        None => demo::run(false, None),
+        Some(Command::Demo { reject, report }) => demo::run(reject, report.as_deref()),
         Some(Command::Validate { workflow }) => validate(&workflow),
         Some(Command::Graph {
             workflow,
@@ -176,6 +192,11 @@ fn main() -> ExitCode {
             result,
         }) => graph(&workflow, format, result.as_deref()),
         Some(Command::Replay { trace }) => replay(&trace),
+        Some(Command::Report {
+            input,
+            output,
+            workflow,
+        }) => report::run(&input, &output, workflow.as_deref()),
         Some(Command::EncryptCredential { plaintext, key }) => encrypt_credential(&plaintext, key),
         Some(Command::Run {
             workflow,

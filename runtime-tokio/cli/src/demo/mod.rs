@@ -8,6 +8,7 @@
 
 mod agents;
 
+use std::path::Path;
 use std::process::ExitCode;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -35,8 +36,9 @@ use crate::progress::{Narrator, say, summary};
 const WORKFLOW: &str = include_str!("workflow.json");
 
 /// Runs the demo; exit code 0 when the workflow succeeded, 1 otherwise. With `reject`, the host
-/// rejects the second proposal, so the run fails (exit code 1).
-pub fn run(reject: bool) -> ExitCode {
+/// rejects the second proposal, so the run fails (exit code 1). With `report`, the run is
+/// recorded and drawn into that HTML file.
+pub fn run(reject: bool, report: Option<&Path>) -> ExitCode {
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
@@ -48,9 +50,20 @@ pub fn run(reject: bool) -> ExitCode {
             return ExitCode::from(1);
         }
     };
-    let outcome = runtime.block_on(demo(reject));
+    let recording = report.map(|_| TraceBuffer::default());
+    let outcome = runtime.block_on(demo(reject, recording.clone()));
     // The agents' servers stop with the runtime.
     runtime.shutdown_timeout(Duration::from_millis(100));
+    if let (Some(path), Some(recording)) = (report, recording) {
+        let trace = recording.text();
+        match crate::report::model_of(&trace, None) {
+            Ok(model) => match std::fs::write(path, crate::report::render(&model)) {
+                Ok(()) => say!("report: {}", path.display()),
+                Err(e) => eprintln!("a2at demo: cannot write {}: {e}", path.display()),
+            },
+            Err(e) => eprintln!("a2at demo: cannot draw the run: {e}"),
+        }
+    }
     match outcome {
         Ok(true) => ExitCode::SUCCESS,
         Ok(false) => ExitCode::from(1),
@@ -117,7 +130,31 @@ fn specs() -> Vec<AgentSpec> {
     ]
 }
 
-async fn demo(reject: bool) -> Result<bool, String> {
+/// The run's trace, kept in memory for the report.
+#[derive(Clone, Default)]
+struct TraceBuffer(Arc<Mutex<Vec<u8>>>);
+
+impl TraceBuffer {
+    fn text(&self) -> String {
+        String::from_utf8_lossy(&self.0.lock().unwrap_or_else(|e| e.into_inner())).into_owned()
+    }
+}
+
+impl std::io::Write for TraceBuffer {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.0
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .extend_from_slice(buf);
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+async fn demo(reject: bool, recording: Option<TraceBuffer>) -> Result<bool, String> {
     let started = Instant::now();
     let mut running: Vec<RunningAgent> = Vec::new();
     for spec in specs() {
@@ -180,8 +217,11 @@ async fn demo(reject: bool) -> Result<bool, String> {
 
     let t0 = Instant::now();
     let narrator = Arc::new(Mutex::new(Narrator::default()));
-    let result = engine
-        .run(workflow, Arc::new(host))
+    let mut run = engine.run(workflow, Arc::new(host));
+    if let Some(recording) = recording {
+        run = run.record(recording);
+    }
+    let result = run
         .event_sink(move |e| {
             let mut n = narrator.lock().unwrap_or_else(|e| e.into_inner());
             n.print(t0.elapsed(), e);
