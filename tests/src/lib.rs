@@ -15,6 +15,7 @@ pub mod fault_proxy;
 pub mod fuzz_bodies;
 pub mod golden;
 pub mod host;
+pub mod journal_bench;
 pub mod loopback;
 pub mod random_scenario;
 pub mod runtime;

@@ -1,0 +1,234 @@
+//! The cost of durable runs, shared by `cargo bench -p a2at-tokio --bench journal` and
+//! `-p a2at-smol --bench journal`: wall time of the same workflows with no journal and with a
+//! SQLite journal (both durability levels) against loopback agents that take 50 ms per task,
+//! the store's append rate, and the time to resume a 1,000-step run from its journal.
+//!
+//! It prints markdown tables and asserts nothing about time. Modes run interleaved, one
+//! iteration each in turn, so machine noise spreads over all of them alike.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use a2at_core::host::MessageContent;
+use a2at_core::workflow::{ValidatedWorkflow, parse_and_validate};
+use a2at_driver::{
+    BuiltControlPoint, ControlPointBuilder, Durability, Engine, JournalStore, SqliteJournal,
+};
+use serde_json::Value;
+
+use crate::loopback::LoopbackServer;
+use crate::runtime::TestRuntime;
+use crate::workloads::{chain, fan_out_join};
+use crate::{Plan, ScriptedAgent};
+
+const AGENT_LATENCY: Duration = Duration::from_millis(50);
+
+fn workflow(v: Value) -> Arc<ValidatedWorkflow> {
+    Arc::new(parse_and_validate(&v.to_string()).expect("a valid bench workflow"))
+}
+
+fn host() -> Arc<BuiltControlPoint> {
+    Arc::new(
+        ControlPointBuilder::new()
+            .on_task(|req| async move { Ok(MessageContent::text(req.instruction)) })
+            .on_self_task(|req| async move {
+                Ok(a2at_core::host::TaskResult::success(vec![Value::String(
+                    req.instruction,
+                )]))
+            })
+            .build(),
+    )
+}
+
+fn agent(latency: Duration) -> ScriptedAgent {
+    let completed = Plan::States(vec!["TASK_STATE_COMPLETED"]);
+    let plan = if latency.is_zero() {
+        completed
+    } else {
+        Plan::Delayed(latency, Box::new(completed))
+    };
+    ScriptedAgent::new("agent").by_default(plan)
+}
+
+#[derive(Clone, Copy, PartialEq)]
+enum Mode {
+    Memory,
+    Sqlite(Durability),
+}
+
+impl Mode {
+    fn label(self) -> &'static str {
+        match self {
+            Mode::Memory => "in memory (no journal)",
+            Mode::Sqlite(Durability::Full) => "SQLite, fsync per commit",
+            Mode::Sqlite(_) => "SQLite, WAL without fsync",
+        }
+    }
+}
+
+fn median(mut v: Vec<Duration>) -> Duration {
+    v.sort();
+    v[v.len() / 2]
+}
+
+/// Runs `wf` once in `mode`; the wall time of the run alone (the store is opened before).
+async fn one_run<T: TestRuntime>(
+    server: &LoopbackServer,
+    wf: &Arc<ValidatedWorkflow>,
+    mode: Mode,
+    dir: &std::path::Path,
+    n: usize,
+) -> Duration {
+    let engine = Engine::<T::Rt>::builder(server.cards())
+        .build()
+        .expect("engine");
+    let mut run = engine.run(wf.clone(), host());
+    if let Mode::Sqlite(durability) = mode {
+        let path = dir.join(format!("runs-{n}.db"));
+        let store = SqliteJournal::open_with(&path, durability).expect("sqlite journal");
+        run = run.journal(Arc::new(store));
+    }
+    let started = Instant::now();
+    let result = run.execute().await;
+    let took = started.elapsed();
+    assert!(result.success, "{:?}", result.error);
+    took
+}
+
+/// The overhead table: the same workflows with and without a journal.
+fn overhead<T: TestRuntime>(iterations: usize) {
+    println!(
+        "\n### Journal overhead ({}, agents answer after {} ms, median of {iterations})\n",
+        T::NAME,
+        AGENT_LATENCY.as_millis()
+    );
+    println!("| workflow | mode | wall per run | ÷ in memory |");
+    println!("|---|---|---|---|");
+    let modes = [
+        Mode::Memory,
+        Mode::Sqlite(Durability::Full),
+        Mode::Sqlite(Durability::Process),
+    ];
+    for (name, wf) in [
+        ("20-step chain", workflow(chain(20))),
+        ("1×50 fan-out", workflow(fan_out_join(50))),
+    ] {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let times = T::block_on(async {
+            let server = LoopbackServer::start(vec![agent(AGENT_LATENCY)]).await;
+            let mut times: Vec<Vec<Duration>> = vec![Vec::new(); modes.len()];
+            let mut n = 0;
+            for _ in 0..iterations {
+                for (m, mode) in modes.iter().enumerate() {
+                    n += 1;
+                    times[m].push(one_run::<T>(&server, &wf, *mode, dir.path(), n).await);
+                }
+            }
+            times
+        });
+        let base = median(times[0].clone()).as_secs_f64();
+        for (mode, t) in modes.iter().zip(times) {
+            let t = median(t).as_secs_f64();
+            println!(
+                "| {name} | {} | {:.1} ms | {:.3} |",
+                mode.label(),
+                t * 1e3,
+                t / base
+            );
+        }
+    }
+}
+
+/// Appends per second straight into the store: one line per commit, and ten.
+fn append_rate() {
+    println!("\n### SQLite journal appends (one store, no engine)\n");
+    println!("| durability | lines per commit | commits/s | lines/s |");
+    println!("|---|---|---|---|");
+    let line = "{\"t\":1000,\"in\":{\"type\":\"response_end\",\"op\":1}}".to_owned();
+    for durability in [Durability::Full, Durability::Process] {
+        for per_commit in [1usize, 10] {
+            let dir = tempfile::tempdir().expect("tempdir");
+            let store = SqliteJournal::open_with(dir.path().join("a.db"), durability)
+                .expect("sqlite journal");
+            store.create_run("r", "{}", 0).expect("create");
+            let lines = vec![line.clone(); per_commit];
+            let commits = 400u64;
+            let started = Instant::now();
+            for c in 0..commits {
+                store
+                    .append("r", 1 + c * per_commit as u64, &lines)
+                    .expect("append");
+            }
+            let secs = started.elapsed().as_secs_f64();
+            println!(
+                "| {} | {per_commit} | {:.0} | {:.0} |",
+                Mode::Sqlite(durability).label(),
+                commits as f64 / secs,
+                (commits * per_commit as u64) as f64 / secs
+            );
+        }
+    }
+}
+
+/// Resume time of a 1,000-step chain stopped one input before its end: the replay of the
+/// journal into a fresh core (until `resume` returns) and the rest of the run.
+fn resume_time<T: TestRuntime>() {
+    const STEPS: usize = 1000;
+    let wf = workflow(chain(STEPS));
+    let dir = tempfile::tempdir().expect("tempdir");
+    let (lines, replay, rest) = T::block_on(async {
+        let server = LoopbackServer::start(vec![agent(Duration::ZERO)]).await;
+        let engine = Engine::<T::Rt>::builder(server.cards())
+            .build()
+            .expect("engine");
+        let full = Arc::new(
+            SqliteJournal::open_with(dir.path().join("full.db"), Durability::Process)
+                .expect("journal"),
+        );
+        let result = engine
+            .run(wf.clone(), host())
+            .journal(full.clone())
+            .execute()
+            .await;
+        assert!(result.success, "{:?}", result.error);
+        let stored = full.load(&result.execution_id).expect("load");
+        // The same journal without its last input: a run that stopped just before its end.
+        let cut = Arc::new(
+            SqliteJournal::open_with(dir.path().join("cut.db"), Durability::Process)
+                .expect("journal"),
+        );
+        let id = &stored.run_id;
+        cut.create_run(id, &stored.header, stored.started_at_ms)
+            .expect("create");
+        let kept = &stored.lines[..stored.lines.len() - 1];
+        cut.append(id, 1, kept).expect("append");
+        let started = Instant::now();
+        let handle = engine
+            .resume(cut.clone(), id, host())
+            .await
+            .expect("resume");
+        let replay = started.elapsed();
+        let resumed = handle.result().await;
+        assert!(resumed.success, "{:?}", resumed.error);
+        (kept.len(), replay, started.elapsed() - replay)
+    });
+    println!("\n### Resuming a {STEPS}-step chain ({})\n", T::NAME);
+    println!("| journal lines replayed | replay until `resume` returns | rest of the run |");
+    println!("|---|---|---|");
+    println!(
+        "| {lines} | {:.1} ms | {:.1} ms |",
+        replay.as_secs_f64() * 1e3,
+        rest.as_secs_f64() * 1e3
+    );
+}
+
+/// The whole bench: `A2AT_BENCH_ITERATIONS` (default 5) runs per mode.
+pub fn main<T: TestRuntime>() {
+    let iterations = std::env::var("A2AT_BENCH_ITERATIONS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(5);
+    overhead::<T>(iterations);
+    append_rate();
+    resume_time::<T>();
+}
