@@ -7,12 +7,14 @@
 //! iteration each in turn, so machine noise spreads over all of them alike.
 
 use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use a2at_core::host::MessageContent;
 use a2at_core::workflow::{ValidatedWorkflow, parse_and_validate};
 use a2at_driver::{
-    BuiltControlPoint, ControlPointBuilder, Durability, Engine, JournalStore, SqliteJournal,
+    BuiltControlPoint, ControlPointBuilder, Durability, Engine, JournalError, JournalStore,
+    RunSummary, SqliteJournal, StoredRun,
 };
 use serde_json::Value;
 
@@ -66,33 +68,77 @@ impl Mode {
     }
 }
 
+/// A store that counts its commits (appends) and the lines they carried.
+struct Counting {
+    inner: SqliteJournal,
+    commits: AtomicU64,
+    lines: AtomicU64,
+}
+
+impl JournalStore for Counting {
+    fn create_run(&self, run_id: &str, header: &str, at: u64) -> Result<(), JournalError> {
+        self.inner.create_run(run_id, header, at)
+    }
+
+    fn append(&self, run_id: &str, first: u64, lines: &[String]) -> Result<(), JournalError> {
+        self.commits.fetch_add(1, Ordering::Relaxed);
+        self.lines.fetch_add(lines.len() as u64, Ordering::Relaxed);
+        self.inner.append(run_id, first, lines)
+    }
+
+    fn load(&self, run_id: &str) -> Result<StoredRun, JournalError> {
+        self.inner.load(run_id)
+    }
+
+    fn list(&self) -> Result<Vec<RunSummary>, JournalError> {
+        self.inner.list()
+    }
+
+    fn mark_finished(&self, run_id: &str) -> Result<(), JournalError> {
+        self.inner.mark_finished(run_id)
+    }
+}
+
 fn median(mut v: Vec<Duration>) -> Duration {
     v.sort();
     v[v.len() / 2]
 }
 
-/// Runs `wf` once in `mode`; the wall time of the run alone (the store is opened before).
+/// Runs `wf` once in `mode`: the wall time of the run alone (the store is opened before),
+/// and the journal's commits and lines.
 async fn one_run<T: TestRuntime>(
     server: &LoopbackServer,
     wf: &Arc<ValidatedWorkflow>,
     mode: Mode,
     dir: &std::path::Path,
     n: usize,
-) -> Duration {
+) -> (Duration, u64, u64) {
     let engine = Engine::<T::Rt>::builder(server.cards())
         .build()
         .expect("engine");
     let mut run = engine.run(wf.clone(), host());
+    let mut store = None;
     if let Mode::Sqlite(durability) = mode {
         let path = dir.join(format!("runs-{n}.db"));
-        let store = SqliteJournal::open_with(&path, durability).expect("sqlite journal");
-        run = run.journal(Arc::new(store));
+        let counting = Arc::new(Counting {
+            inner: SqliteJournal::open_with(&path, durability).expect("sqlite journal"),
+            commits: AtomicU64::new(0),
+            lines: AtomicU64::new(0),
+        });
+        run = run.journal(counting.clone());
+        store = Some(counting);
     }
     let started = Instant::now();
     let result = run.execute().await;
     let took = started.elapsed();
     assert!(result.success, "{:?}", result.error);
-    took
+    let (commits, lines) = store.map_or((0, 0), |s| {
+        (
+            s.commits.load(Ordering::Relaxed),
+            s.lines.load(Ordering::Relaxed),
+        )
+    });
+    (took, commits, lines)
 }
 
 /// The overhead table: the same workflows with and without a journal.
@@ -102,8 +148,8 @@ fn overhead<T: TestRuntime>(iterations: usize) {
         T::NAME,
         AGENT_LATENCY.as_millis()
     );
-    println!("| workflow | mode | wall per run | ÷ in memory |");
-    println!("|---|---|---|---|");
+    println!("| workflow | mode | wall per run | ÷ in memory | journal commits (lines) per run |");
+    println!("|---|---|---|---|---|");
     let modes = [
         Mode::Memory,
         Mode::Sqlite(Durability::Full),
@@ -117,23 +163,31 @@ fn overhead<T: TestRuntime>(iterations: usize) {
         let times = T::block_on(async {
             let server = LoopbackServer::start(vec![agent(AGENT_LATENCY)]).await;
             let mut times: Vec<Vec<Duration>> = vec![Vec::new(); modes.len()];
+            let mut counts = vec![(0, 0); modes.len()];
             let mut n = 0;
             for _ in 0..iterations {
                 for (m, mode) in modes.iter().enumerate() {
                     n += 1;
-                    times[m].push(one_run::<T>(&server, &wf, *mode, dir.path(), n).await);
+                    let (took, commits, lines) =
+                        one_run::<T>(&server, &wf, *mode, dir.path(), n).await;
+                    times[m].push(took);
+                    counts[m] = (counts[m].0 + commits, counts[m].1 + lines);
                 }
             }
-            times
+            (times, counts)
         });
+        let (times, counts) = times;
         let base = median(times[0].clone()).as_secs_f64();
-        for (mode, t) in modes.iter().zip(times) {
+        for ((mode, t), (commits, lines)) in modes.iter().zip(times).zip(counts) {
             let t = median(t).as_secs_f64();
+            let per_run = |x: u64| x as f64 / iterations as f64;
             println!(
-                "| {name} | {} | {:.1} ms | {:.3} |",
+                "| {name} | {} | {:.1} ms | {:.3} | {:.0} ({:.0}) |",
                 mode.label(),
                 t * 1e3,
-                t / base
+                t / base,
+                per_run(commits),
+                per_run(lines)
             );
         }
     }

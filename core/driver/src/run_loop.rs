@@ -32,6 +32,8 @@ use std::sync::atomic::Ordering;
 
 /// Completions waiting for the driver; exchange tasks wait when it is full.
 const COMPLETION_QUEUE: usize = 1024;
+/// Most inputs one journal commit takes (the first one and those already waiting behind it).
+const GROUP_COMMIT_INPUTS: usize = 64;
 
 /// Everything one run's driver owns besides the core `Run`.
 pub(crate) struct Driver<R, C> {
@@ -271,10 +273,15 @@ impl<R: Runtime, C: ControlPoint + 'static> Driver<R, C> {
         // Conversations already reported to the close hook, and finished tasks looked at.
         let mut closed_contexts: BTreeSet<String> = BTreeSet::new();
         let mut tasks_seen = tasks_seen;
+        let mut outputs: Vec<Output> = Vec::new();
         loop {
+            outputs.extend(std::iter::from_fn(|| run.poll_output()));
             // Write-ahead: what this turn fed the core is durable before any of its outputs
-            // (and the conversation hook they may call) is carried out.
-            if let Some(journal) = &mut self.journal {
+            // (and the conversation hook they may call) is carried out. A turn without
+            // outputs (a response head, say) has nothing to protect: its lines wait for the
+            // next commit, and a crash before it only loses what no one has acted on yet.
+            let effects = !outputs.is_empty() || reask.is_some();
+            if let Some(journal) = self.journal.as_mut().filter(|_| effects) {
                 if let Err(error) = journal.commit::<R>().await {
                     tracing::error!(%error, "the run's journal cannot be written: the run stops here");
                     ops.values()
@@ -288,7 +295,7 @@ impl<R: Runtime, C: ControlPoint + 'static> Driver<R, C> {
                 calls.insert(call, spawn_abortable::<R>(task));
             }
             self.close_conversations(&run, &mut tasks_seen, &mut closed_contexts);
-            while let Some(output) = run.poll_output() {
+            for output in outputs.drain(..) {
                 Recorder::write(&mut self.recorder, |w| w.output(&output));
                 match output {
                     Output::Transmit(req) => {
@@ -367,33 +374,64 @@ impl<R: Runtime, C: ControlPoint + 'static> Driver<R, C> {
             let Some((now, input)) = woke else {
                 continue;
             };
-            if let Some(input) = input {
-                match &input {
-                    Input::ResponseEnd { op } | Input::TransportFailed { op, .. } => {
-                        ops.remove(op);
-                    }
-                    Input::HostReply { call, .. } => {
-                        calls.remove(call);
-                    }
-                    _ => {}
-                }
-                Recorder::write(&mut self.recorder, |w| w.input(now, &input));
-                if let Some(journal) = &mut self.journal {
-                    journal.input(now, &input);
-                }
-                if let Err(misuse) = run.handle(input, now) {
-                    tracing::error!(%misuse, "the core rejected an input (runtime bug)");
+            let Some(input) = input else {
+                self.expire(&mut run, now);
+                continue;
+            };
+            self.feed(&mut run, now, input, &mut ops, &mut calls);
+            // Group commit: inputs that are already waiting (the body and end of a response
+            // usually queue right behind its head) join this turn, so a durable run pays one
+            // journal commit for them instead of one each. Their outputs wait in the core
+            // until that commit, as write-ahead requires.
+            if self.journal.is_some() {
+                for _ in 1..GROUP_COMMIT_INPUTS {
+                    let Ok(next) = rx.try_recv() else {
+                        break;
+                    };
+                    self.feed(&mut run, now, next, &mut ops, &mut calls);
                 }
             }
-            // Expiry is decided by the clock, not by which future woke us.
-            if run.poll_timeout().is_some_and(|d| d <= now) {
-                Recorder::write(&mut self.recorder, |w| w.timeout(now));
-                if let Some(journal) = &mut self.journal {
-                    journal.timeout(now);
-                }
-                if let Err(misuse) = run.handle_timeout(now) {
-                    tracing::error!(%misuse, "the core rejected a timeout (runtime bug)");
-                }
+        }
+    }
+
+    /// Feeds one input to the core (recorded and journaled first), then any timeout it made due.
+    fn feed(
+        &mut self,
+        run: &mut Run,
+        now: Timestamp,
+        input: Input,
+        ops: &mut BTreeMap<OpId, AbortHandle>,
+        calls: &mut BTreeMap<CallId, AbortHandle>,
+    ) {
+        match &input {
+            Input::ResponseEnd { op } | Input::TransportFailed { op, .. } => {
+                ops.remove(op);
+            }
+            Input::HostReply { call, .. } => {
+                calls.remove(call);
+            }
+            _ => {}
+        }
+        Recorder::write(&mut self.recorder, |w| w.input(now, &input));
+        if let Some(journal) = &mut self.journal {
+            journal.input(now, &input);
+        }
+        if let Err(misuse) = run.handle(input, now) {
+            tracing::error!(%misuse, "the core rejected an input (runtime bug)");
+        }
+        self.expire(run, now);
+    }
+
+    /// Fires the core's timeout when it is due: expiry is decided by the clock, not by which
+    /// future woke the loop.
+    fn expire(&mut self, run: &mut Run, now: Timestamp) {
+        if run.poll_timeout().is_some_and(|d| d <= now) {
+            Recorder::write(&mut self.recorder, |w| w.timeout(now));
+            if let Some(journal) = &mut self.journal {
+                journal.timeout(now);
+            }
+            if let Err(misuse) = run.handle_timeout(now) {
+                tracing::error!(%misuse, "the core rejected a timeout (runtime bug)");
             }
         }
     }

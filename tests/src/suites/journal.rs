@@ -245,6 +245,34 @@ pub fn a_journaled_run_ends_as_an_unjournaled_one<T: TestRuntime>() {
     })
 }
 
+/// Group commit: a turn whose input caused nothing to carry out (a response head, a WORKING
+/// poll answer that only sets a timer) is not committed on its own; its line goes with the
+/// next commit. The run still ends as the unjournaled one, and every line is kept.
+pub fn a_journal_commits_only_before_something_is_carried_out<T: TestRuntime>() {
+    T::block_on(async {
+        let expected = baseline::<T>().await;
+        let dir = tempfile::tempdir().expect("tempdir");
+        let server = LoopbackServer::start(agents()).await;
+        let store = stop_at(&dir.path().join("runs.db"), usize::MAX);
+        let result = engine::<T>(&server)
+            .run(chain(), echo_host())
+            .seed(SEED)
+            .journal(store.clone())
+            .execute()
+            .await;
+        assert_eq!(normalised(result), expected);
+        let lines = store.list().expect("list")[0].lines;
+        let commits = store.appends.load(Ordering::SeqCst) as u64;
+        assert!(commits > 0);
+        // Every exchange's head and body come in without an effect of their own.
+        let exchanges = server.total_requests();
+        assert!(
+            commits + exchanges <= lines,
+            "{commits} commits for {lines} lines of {exchanges} exchanges"
+        );
+    })
+}
+
 pub fn a_run_stopped_at_any_append_resumes_to_the_same_result<T: TestRuntime>() {
     T::block_on(async {
         let expected = baseline::<T>().await;
