@@ -16,6 +16,7 @@ pub mod fuzz_bodies;
 pub mod golden;
 pub mod host;
 pub mod loopback;
+pub mod pg;
 pub mod random_scenario;
 pub mod runtime;
 pub mod sim;
