@@ -14,6 +14,10 @@
 //! * **Blocking**: [`JournalStore`] is a small blocking trait; the run loop calls it through
 //!   [`Runtime::run_blocking`], since a durable commit waits for the disk (an `fsync`) and
 //!   must not stall the executor thread every other run and exchange shares.
+//! * **Ownership**: a store several processes share (`PostgresJournal`) gives each run one owner
+//!   at a time; resuming first takes the run over ([`JournalStore::acquire`]), which a live
+//!   owner's lease refuses, and an append by a store that lost the run is refused
+//!   ([`JournalError::Fenced`]), which stops its run like any failed append.
 //! * **Resume**: the journal is replayed into a fresh core without carrying out any output;
 //!   then every exchange still open (sent, with no end or failure journaled) is failed with
 //!   `TransportFailed` of kind `Restarted`, so the core's retry rules find the task again

@@ -339,7 +339,8 @@ fn serve(mut worker: Worker, inbox: &mpsc::Receiver<Job>, every: Duration) {
             Err(RecvTimeoutError::Disconnected) => return,
         }
         if Instant::now() >= due {
-            worker.renew();
+            // A panic in a renewal must not end the thread every call of the store waits on.
+            let _ = std::panic::catch_unwind(AssertUnwindSafe(|| worker.renew()));
             due = Instant::now() + every;
         }
     }
