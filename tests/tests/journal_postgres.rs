@@ -176,7 +176,13 @@ fn a_store_that_lost_its_lease_is_fenced_and_never_appends() {
     b.append("r", 2, &lines(&["b2"])).expect("B appends");
     // A, with the same next line B already wrote and with the next one after it: fenced.
     for first in [2, 3] {
-        match a.append("r", first, &lines(&["a-stale"])) {
+        let refused = a.append("r", first, &lines(&["a-stale"]));
+        let shown = refused.as_ref().err().map(ToString::to_string);
+        assert_eq!(
+            shown.as_deref(),
+            Some(r#"journal: run "r" is fenced off: its lease belongs to "B" (token 2)"#)
+        );
+        match refused {
             Err(JournalError::Fenced {
                 run_id,
                 holder,

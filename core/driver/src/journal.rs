@@ -102,7 +102,8 @@ pub enum JournalError {
     /// This store lost its lease on the run: another owner took the run over (or it never held
     /// one), so nothing it appends can be part of the run any more.
     #[error(
-        "journal: run {run_id:?} is fenced off: its lease belongs to {holder:?} (token {token})"
+        "journal: run {run_id:?} is fenced off: its lease belongs to {} (token {token})",
+        holder.as_deref().map_or_else(|| "nobody".to_owned(), |h| format!("{h:?}"))
     )]
     Fenced {
         /// The run.
