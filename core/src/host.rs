@@ -715,6 +715,9 @@ pub mod codes {
     pub const REMOTE_TASK_REJECTED: &str = "remote.task_rejected";
     /// The exchange failed at the transport level (connect, TLS, I/O) or the agent never answered.
     pub const REMOTE_NO_RESPONSE: &str = "remote.no_response";
+    /// The engine restarted while a message was being sent, and the agent could not be asked
+    /// (`ListTasks`) whether it became a task: the message is not sent again blindly.
+    pub const RUN_RESUME_AMBIGUOUS: &str = "run.resume_ambiguous";
     /// The remote task or context identity changed between replies.
     pub const REMOTE_IDENTITY_CHANGED: &str = "remote.identity_changed";
     /// A non-final state the engine cannot continue (AUTH_REQUIRED, INPUT_REQUIRED without a Propose).

@@ -364,12 +364,13 @@ impl Invocation {
     /// policy or the budget is used up.
     fn recover(&mut self, fault: Fault, failure: Failure, env: &mut Env<'_>) -> Step {
         let recovery = self.recovery_for(&fault);
+        let ambiguous = self.ambiguous_after_restart(&failure);
         let failure = self.original_failure(failure);
         let Some(recovery) = recovery else {
-            return Err(failure);
+            return Err(ambiguous.unwrap_or(failure));
         };
         if !self.schedule_retry(recovery, &fault, env) {
-            return Err(failure);
+            return Err(ambiguous.unwrap_or(failure));
         }
         if recovery == Recovery::Lookup {
             self.lookup_failure = Some(Box::new(failure));
@@ -378,6 +379,24 @@ impl Invocation {
             }
         }
         Ok(None)
+    }
+
+    /// What a failed lookup of a send open at a restart gives when it is not retried: after a
+    /// restart the send's own fault says nothing, what failed is telling whether the message
+    /// was processed, and sending it again could duplicate it.
+    fn ambiguous_after_restart(&self, lookup: &Failure) -> Option<Failure> {
+        if self.exchange_purpose != OpPurpose::Lookup || !self.resend_if_not_found {
+            return None;
+        }
+        let message = format!(
+            "the engine restarted while sending to agent {}, which cannot tell (ListTasks) \
+             whether the message became a task: {}",
+            self.request.agent_name, lookup.message
+        );
+        Some(
+            Failure::new(codes::RUN_RESUME_AMBIGUOUS, message)
+                .with_details(json!({ "lookup": lookup.code, "lookupDetails": lookup.details })),
+        )
     }
 
     /// The failure to report: an unknown-outcome send whose lookup failed reports the send's

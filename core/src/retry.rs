@@ -26,7 +26,9 @@
 //!   that context, the subtask fails as it would without a retry policy. An exchange that was
 //!   open when the engine restarted (transport kind `Restarted`, fed by a resumed durable run)
 //!   is looked up the same way, except that finding no task sends the same message again
-//!   (same `messageId`): the agent never turned it into a task.
+//!   (same `messageId`): the agent never turned it into a task; and when the lookup fails (the
+//!   agent does not support `ListTasks`, or its attempts run out) the subtask fails with
+//!   `run.resume_ambiguous` instead of sending the message again blindly.
 //!
 //! Every fault that is retried counts one attempt. Attempts are counted per subtask and start
 //! again from zero once an observation succeeds (a `GetTask` answer or a stream event after the

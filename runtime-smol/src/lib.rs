@@ -56,6 +56,10 @@ a2at_driver::runtime_api!(Smol);
 /// The SQLite journal store of durable runs (feature `sqlite`, on by default).
 #[cfg(feature = "sqlite")]
 pub use a2at_driver::{Durability, SqliteJournal};
+/// The PostgreSQL journal store of durable runs shared by several engine processes (feature
+/// `postgres`, off by default).
+#[cfg(feature = "postgres")]
+pub use a2at_driver::{PostgresJournal, PostgresJournalBuilder, redact_url};
 
 /// The smol runtime as the driver sees it: tasks on smol's global executor, the `std` clock
 /// with `async-io` timers, smol's blocking pool and `async-net` TCP. Works from any thread.

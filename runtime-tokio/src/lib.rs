@@ -58,6 +58,10 @@ a2at_driver::runtime_api!(Tokio);
 /// The SQLite journal store of durable runs (feature `sqlite`, on by default).
 #[cfg(feature = "sqlite")]
 pub use a2at_driver::{Durability, SqliteJournal};
+/// The PostgreSQL journal store of durable runs shared by several engine processes (feature
+/// `postgres`, off by default).
+#[cfg(feature = "postgres")]
+pub use a2at_driver::{PostgresJournal, PostgresJournalBuilder, redact_url};
 
 /// The tokio runtime as the driver sees it: tasks on the current tokio runtime, tokio's
 /// (pausable) clock and timers, tokio's blocking pool and TCP. Every call must be made inside

@@ -14,6 +14,10 @@
 //! * **Blocking**: [`JournalStore`] is a small blocking trait; the run loop calls it through
 //!   [`Runtime::run_blocking`], since a durable commit waits for the disk (an `fsync`) and
 //!   must not stall the executor thread every other run and exchange shares.
+//! * **Ownership**: a store several processes share (`PostgresJournal`) gives each run one owner
+//!   at a time; resuming first takes the run over ([`JournalStore::acquire`]), which a live
+//!   owner's lease refuses, and an append by a store that lost the run is refused
+//!   ([`JournalError::Fenced`]), which stops its run like any failed append.
 //! * **Resume**: the journal is replayed into a fresh core without carrying out any output;
 //!   then every exchange still open (sent, with no end or failure journaled) is failed with
 //!   `TransportFailed` of kind `Restarted`, so the core's retry rules find the task again
@@ -95,6 +99,30 @@ pub enum JournalError {
     /// The store itself failed (I/O, database error, a panic in the store).
     #[error("journal store: {0}")]
     Store(String),
+    /// This store lost its lease on the run: another owner took the run over (or it never held
+    /// one), so nothing it appends can be part of the run any more.
+    #[error(
+        "journal: run {run_id:?} is fenced off: its lease belongs to {} (token {token})",
+        holder.as_deref().map_or_else(|| "nobody".to_owned(), |h| format!("{h:?}"))
+    )]
+    Fenced {
+        /// The run.
+        run_id: String,
+        /// The owner holding the run now, if any.
+        holder: Option<String>,
+        /// The fencing token of the current lease (it grows with every takeover).
+        token: u64,
+    },
+    /// Another owner's lease on the run is still live: the run cannot be taken over yet.
+    #[error("journal: run {run_id:?} is leased to {owner:?} until {until_ms} ms after the epoch")]
+    Leased {
+        /// The run.
+        run_id: String,
+        /// The owner holding the lease.
+        owner: String,
+        /// When the lease expires by the store's clock, in milliseconds since the Unix epoch.
+        until_ms: u64,
+    },
 }
 
 /// One run as a store keeps it.
@@ -123,11 +151,19 @@ pub struct RunSummary {
     pub lines: u64,
     /// Whether the run finished.
     pub finished: bool,
+    /// The owner of the run's lease, in a store with leases (none when free or finished).
+    pub lease_owner: Option<String>,
+    /// When that lease expires by the store's clock, in milliseconds since the Unix epoch.
+    pub lease_until_ms: Option<u64>,
 }
 
 /// Where journals live. Blocking and small: the run loop calls it on the runtime's blocking
 /// pool, one call per turn of the loop at most. Implementations must make [`JournalStore::append`]
 /// atomic (all lines or none) and durable before returning `Ok`.
+///
+/// A store several processes share gives each run one owner at a time: [`JournalStore::create_run`]
+/// makes the calling store the owner, [`JournalStore::acquire`] takes a run over, and an append
+/// by a store that is no longer the owner is refused with [`JournalError::Fenced`].
 pub trait JournalStore: Send + Sync + 'static {
     /// Creates run `run_id` with its header line; refused with
     /// [`JournalError::AlreadyExists`] when the id is taken.
@@ -143,7 +179,15 @@ pub trait JournalStore: Send + Sync + 'static {
     /// [`JournalError::OutOfOrder`].
     fn append(&self, run_id: &str, first: u64, lines: &[String]) -> Result<(), JournalError>;
 
-    /// The whole journal of a run.
+    /// Makes this store the owner of run `run_id` before it is resumed. A store of one process
+    /// has nothing to take over (the default accepts); a shared store refuses a run whose
+    /// owner's lease is live with [`JournalError::Leased`].
+    fn acquire(&self, run_id: &str) -> Result<(), JournalError> {
+        let _ = run_id;
+        Ok(())
+    }
+
+    /// The whole journal of a run (reading takes no ownership).
     fn load(&self, run_id: &str) -> Result<StoredRun, JournalError>;
 
     /// Every run in the store, by id.
@@ -343,7 +387,12 @@ pub(crate) async fn rebuild<R: Runtime>(
 ) -> Result<Rebuilt, JournalError> {
     let stored = {
         let (store, id) = (store.clone(), run_id.to_owned());
-        blocking::<R, _>(move || store.load(&id)).await?
+        // Owned before it is read: no other process appends to it while it is replayed.
+        blocking::<R, _>(move || {
+            store.acquire(&id)?;
+            store.load(&id)
+        })
+        .await?
     };
     if stored.finished {
         return Err(JournalError::Finished {

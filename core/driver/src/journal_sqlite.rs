@@ -20,7 +20,8 @@ pub enum Durability {
     Process,
 }
 
-/// A [`JournalStore`] in one SQLite file (WAL mode), for runs of one engine process at a time.
+/// A [`JournalStore`] in one SQLite file (WAL mode), for runs of one engine process at a time:
+/// it keeps no leases, so every run can be resumed by whoever opens the file.
 ///
 /// Schema: `runs(run_id PRIMARY KEY, header, started_at_ms, finished)` and
 /// `lines(run_id, seq, line, PRIMARY KEY (run_id, seq))`, so a duplicate append is refused
@@ -236,6 +237,8 @@ impl JournalStore for SqliteJournal {
                     started_at_ms: to_u64(r.get(1)?),
                     finished: r.get::<_, i64>(2)? != 0,
                     lines: to_u64(r.get(3)?),
+                    lease_owner: None,
+                    lease_until_ms: None,
                 })
             })
             .map_err(store)?;

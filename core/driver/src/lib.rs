@@ -90,7 +90,8 @@
 //! [`RunBuilder::journal`] appends every input of a run to a [`JournalStore`] before what it
 //! causes is carried out (write-ahead, one transaction per turn of the run loop);
 //! [`Engine::resume`] continues such a run in a new process by replaying its journal. The
-//! `sqlite` feature adds `SqliteJournal`, one SQLite file. See [`journal`].
+//! `sqlite` feature adds `SqliteJournal`, one SQLite file; the `postgres` feature adds
+//! `PostgresJournal`, runs shared by several engine processes through leases. See [`journal`].
 //!
 //! ## Reproducing a run
 //!
@@ -123,6 +124,8 @@ mod extension;
 mod http;
 mod http2;
 pub mod journal;
+#[cfg(feature = "postgres")]
+mod journal_postgres;
 #[cfg(feature = "sqlite")]
 mod journal_sqlite;
 mod lifecycle;
@@ -158,6 +161,8 @@ pub use extension::{
 };
 pub use http::{HttpClient, RequestHook};
 pub use journal::{JOURNAL_FAILED, JournalError, JournalStore, RunSummary, StoredRun};
+#[cfg(feature = "postgres")]
+pub use journal_postgres::{PostgresJournal, PostgresJournalBuilder, redact_url};
 #[cfg(feature = "sqlite")]
 pub use journal_sqlite::{Durability, SqliteJournal};
 pub use lifecycle::{CloseMode, CloseReport, ENGINE_CLOSED};

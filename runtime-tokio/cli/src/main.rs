@@ -3,6 +3,7 @@
 
 mod demo;
 mod discover_cmd;
+mod journal_cmd;
 mod progress;
 mod report;
 mod run_cmd;
@@ -139,6 +140,44 @@ enum Command {
         /// Longest delay between retries in milliseconds (default 5000).
         #[arg(long)]
         retry_max_delay_ms: Option<u64>,
+        /// Make the run durable: journal it to `sqlite:PATH` or a `postgres://` URL, so that
+        /// `a2at resume` can continue it after this process dies.
+        #[arg(long)]
+        journal: Option<String>,
+    },
+    /// Continue a journaled run whose engine process died, from its journal.
+    Resume {
+        /// The run's id (its execution id, as `a2at run --journal` and `a2at runs list` show).
+        run_id: String,
+        /// The journal: `sqlite:PATH` or a `postgres://` URL.
+        #[arg(long)]
+        journal: String,
+        /// The declarative host policy answering the decisions still to take.
+        #[arg(long)]
+        host: PathBuf,
+        /// AgentCard files for the engine's transport settings (the run keeps the cards it
+        /// journaled when it started).
+        #[arg(long)]
+        cards: Option<PathBuf>,
+        /// Also write every event after the restart as a JSON line to this file.
+        #[arg(long)]
+        events: Option<PathBuf>,
+        /// Write the `ExecutionResult` as JSON to this file.
+        #[arg(long)]
+        result: Option<PathBuf>,
+        /// A credentials file for agents whose cards require authentication.
+        #[arg(long)]
+        credentials: Option<PathBuf>,
+        /// A `.env` file whose variables apply where the environment sets nothing.
+        #[arg(long)]
+        env_file: Option<PathBuf>,
+        #[command(flatten)]
+        tls: discover_cmd::TlsArgs,
+    },
+    /// Look at the runs of a journal.
+    Runs {
+        #[command(subcommand)]
+        command: journal_cmd::RunsCommand,
     },
     /// Query an agent card registry.
     Registry {
@@ -216,6 +255,7 @@ fn main() -> ExitCode {
             retry_attempts,
             retry_base_delay_ms,
             retry_max_delay_ms,
+            journal,
         }) => run_cmd::run(run_cmd::RunOptions {
             retry: run_cmd::RetryArgs {
                 attempts: retry_attempts,
@@ -226,8 +266,8 @@ fn main() -> ExitCode {
             env_file,
             login_timeout: login_timeout_secs.map(std::time::Duration::from_secs),
             tls,
-            workflow,
-            cards,
+            workflow: Some(workflow),
+            cards: Some(cards),
             host,
             input,
             language,
@@ -236,7 +276,43 @@ fn main() -> ExitCode {
             trace,
             binding: binding.map(BindingArg::binding),
             task_budget: task_budget_secs.map(std::time::Duration::from_secs),
+            journal,
+            resume: None,
         }),
+        Some(Command::Resume {
+            run_id,
+            journal,
+            host,
+            cards,
+            events,
+            result,
+            credentials,
+            env_file,
+            tls,
+        }) => run_cmd::run(run_cmd::RunOptions {
+            retry: run_cmd::RetryArgs {
+                attempts: None,
+                base_delay_ms: None,
+                max_delay_ms: None,
+            },
+            credentials,
+            env_file,
+            login_timeout: None,
+            tls,
+            workflow: None,
+            cards,
+            host,
+            input: None,
+            language: None,
+            events,
+            result,
+            trace: None,
+            binding: None,
+            task_budget: None,
+            journal: Some(journal),
+            resume: Some(run_id),
+        }),
+        Some(Command::Runs { command }) => journal_cmd::run(command),
         Some(Command::Registry { command }) => discover_cmd::registry(command),
         Some(Command::Psop { command }) => discover_cmd::psop(command),
         Some(Command::Task { command }) => task_cmd::run(command),

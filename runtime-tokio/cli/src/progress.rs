@@ -248,13 +248,11 @@ pub(crate) fn progress_line(p: &a2at_tokio::RunProgress) -> String {
     )
 }
 
-/// Runs to the end; on a terminal, shows [`progress_line`] (from `run.progress()`, refreshed
-/// twice a second) on stderr, rewritten in place and cleared at the end.
-pub(crate) async fn run_with_progress_line<C: a2at_tokio::ControlPoint + 'static>(
-    builder: a2at_tokio::RunBuilder<C>,
-) -> ExecutionResult {
+/// Follows a started (or resumed) run to its end; on a terminal, shows [`progress_line`] (from
+/// `run.progress()`, refreshed twice a second) on stderr, rewritten in place and cleared at the
+/// end.
+pub(crate) async fn follow(mut run: a2at_tokio::RunHandle) -> ExecutionResult {
     use std::io::{IsTerminal, Write};
-    let mut run = builder.spawn();
     // Events go to the sink; nobody reads the stream, so it must not hold the run.
     drop(run.events());
     if !std::io::stderr().is_terminal() {

@@ -359,8 +359,9 @@ pub(crate) fn load_cards(path: &Path) -> Result<Vec<AgentCard>, String> {
 
 /// Options of `a2at run`.
 pub(crate) struct RunOptions {
-    pub workflow: PathBuf,
-    pub cards: PathBuf,
+    /// The workflow of a new run (`None` when resuming).
+    pub workflow: Option<PathBuf>,
+    pub cards: Option<PathBuf>,
     pub host: PathBuf,
     pub input: Option<String>,
     pub language: Option<String>,
@@ -374,6 +375,10 @@ pub(crate) struct RunOptions {
     pub binding: Option<Binding>,
     pub task_budget: Option<Duration>,
     pub retry: RetryArgs,
+    /// The journal spec (`sqlite:PATH`, `postgres://…`) that makes the run durable.
+    pub journal: Option<String>,
+    /// The id of a journaled run to continue instead of starting one.
+    pub resume: Option<String>,
 }
 
 /// The retry options of `a2at run`; each one left out keeps its default.
@@ -401,11 +406,13 @@ impl RetryArgs {
 
 /// Runs the command: exit code 0 on success, 1 when the run failed, 2 for unusable input.
 pub(crate) fn run(opts: RunOptions) -> ExitCode {
+    let opts_resume = opts.resume.is_some();
     match prepare_and_run(opts) {
         Ok(true) => ExitCode::SUCCESS,
         Ok(false) => ExitCode::from(1),
         Err(e) => {
-            eprintln!("a2at run: {e}");
+            let command = if opts_resume { "resume" } else { "run" };
+            eprintln!("a2at {command}: {e}");
             ExitCode::from(2)
         }
     }
@@ -415,11 +422,26 @@ fn prepare_and_run(opts: RunOptions) -> Result<bool, String> {
     let read = |p: &Path| {
         std::fs::read_to_string(p).map_err(|e| format!("cannot read {}: {e}", p.display()))
     };
-    let workflow = parse_and_validate(&read(&opts.workflow)?)
-        .map_err(|e| format!("{} is not a valid workflow:\n{e}", opts.workflow.display()))?;
+    let workflow = match &opts.workflow {
+        Some(path) => Some(
+            parse_and_validate(&read(path)?)
+                .map_err(|e| format!("{} is not a valid workflow:\n{e}", path.display()))?,
+        ),
+        None => None,
+    };
     let policy = Policy::from_json(&read(&opts.host)?)
         .map_err(|e| format!("{} is not a valid host policy: {e}", opts.host.display()))?;
-    let cards = load_cards(&opts.cards)?;
+    let cards = match &opts.cards {
+        Some(path) => load_cards(path)?,
+        None => Vec::new(),
+    };
+    let journal = match &opts.journal {
+        Some(spec) => Some((
+            crate::journal_cmd::open(spec)?,
+            crate::journal_cmd::shown(spec),
+        )),
+        None => None,
+    };
     let mut builder = Engine::builder(cards);
     if let Some(path) = &opts.env_file {
         builder = builder.env_file(a2at_tokio::EnvFile::load(path).map_err(|e| e.to_string())?);
@@ -464,27 +486,58 @@ fn prepare_and_run(opts: RunOptions) -> Result<bool, String> {
         ),
         None => None,
     };
+    let sink = move |e: &EventEnvelope| {
+        if let Ok(mut n) = narrator.lock() {
+            n.print(started.elapsed(), e);
+        }
+        if let Ok(mut file) = events.lock() {
+            if let Some(f) = file.as_mut() {
+                use std::io::Write as _;
+                let _ = serde_json::to_writer(&mut *f, e);
+                let _ = writeln!(f);
+            }
+        }
+    };
     let result = runtime.block_on(async {
-        let narrator = narrator.clone();
-        let events = events.clone();
+        let Some(workflow) = workflow else {
+            // Resuming: the run and its workflow come from the journal.
+            let (Some(run_id), Some((store, shown))) = (&opts.resume, &journal) else {
+                return Err("a resume needs a run id and a journal".to_owned());
+            };
+            let mut handle = engine
+                .resume(store.clone(), run_id, host)
+                .await
+                .map_err(|e| format!("cannot resume run {run_id} from {shown}: {e}"))?;
+            say!("resuming run {run_id} from the journal {shown}");
+            // The resumed run's events come through its handle: hand them to the same sink.
+            let mut stream = handle.events();
+            let forward = tokio::spawn(async move {
+                use futures::StreamExt as _;
+                while let Some(e) = stream.next().await {
+                    sink(&e);
+                }
+            });
+            let result = crate::progress::follow(handle).await;
+            let _ = forward.await;
+            return Ok(result);
+        };
         let mut builder = engine.run(workflow, host).start(start);
         if let Some(file) = trace_file {
             builder = builder.record(std::io::BufWriter::new(file));
         }
-        let builder = builder.event_sink(move |e: &EventEnvelope| {
-            if let Ok(mut n) = narrator.lock() {
-                n.print(started.elapsed(), e);
-            }
-            if let Ok(mut file) = events.lock() {
-                if let Some(f) = file.as_mut() {
-                    use std::io::Write as _;
-                    let _ = serde_json::to_writer(&mut *f, e);
-                    let _ = writeln!(f);
-                }
-            }
-        });
-        crate::progress::run_with_progress_line(builder).await
-    });
+        if let Some((store, _)) = &journal {
+            builder = builder.journal(store.clone());
+        }
+        let handle = builder.event_sink(sink).spawn();
+        if let Some((_, shown)) = &journal {
+            say!(
+                "run {} journaled to {shown} (continue it with `a2at resume {} --journal …`)",
+                handle.execution_id(),
+                handle.execution_id()
+            );
+        }
+        Ok(crate::progress::follow(handle).await)
+    })?;
     summary(
         &result,
         &format!(

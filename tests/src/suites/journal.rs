@@ -24,12 +24,13 @@ use crate::{Plan, ScriptedAgent};
 
 type Engine<T> = a2at_driver::Engine<<T as TestRuntime>::Rt>;
 
-const SEED: u64 = 21;
+/// The seed of every run of the suite.
+pub const SEED: u64 = 21;
 
 /// A chain of two steps, the second with two parallel subtasks on two bindings; the agents
 /// keep their tasks WORKING for a poll or two, so the journal holds sends, stream events,
 /// polls and timer firings.
-fn chain() -> Arc<ValidatedWorkflow> {
+pub fn chain() -> Arc<ValidatedWorkflow> {
     Arc::new(
         parse_and_validate(
             &json!({"name": "chain", "steps": [
@@ -45,7 +46,9 @@ fn chain() -> Arc<ValidatedWorkflow> {
     )
 }
 
-fn agents() -> Vec<ScriptedAgent> {
+/// The agents of [`chain`]: `alpha` (JSON-RPC, WORKING then COMPLETED) and `beta` (REST,
+/// streaming).
+pub fn agents() -> Vec<ScriptedAgent> {
     vec![
         ScriptedAgent::new("alpha").by_default(Plan::States(vec![
             "TASK_STATE_WORKING",
@@ -68,7 +71,8 @@ fn counting_host() -> (Arc<BuiltControlPoint>, Arc<std::sync::Mutex<Vec<String>>
     (Arc::new(host), asked)
 }
 
-fn echo_host() -> Arc<BuiltControlPoint> {
+/// A host answering every task with its instruction.
+pub fn echo_host() -> Arc<BuiltControlPoint> {
     Arc::new(
         ControlPointBuilder::new()
             .on_task(|req| async move { Ok(MessageContent::text(req.instruction)) })
@@ -80,7 +84,8 @@ fn engine<T: TestRuntime>(server: &LoopbackServer) -> Engine<T> {
     engine_for::<T>(server.cards())
 }
 
-fn engine_for<T: TestRuntime>(cards: Vec<AgentCard>) -> Engine<T> {
+/// An engine on these cards with short polls and retries.
+pub fn engine_for<T: TestRuntime>(cards: Vec<AgentCard>) -> Engine<T> {
     Engine::<T>::builder(cards)
         .poll_interval(Duration::from_millis(5))
         .retry(RetryPolicy {
@@ -93,7 +98,7 @@ fn engine_for<T: TestRuntime>(cards: Vec<AgentCard>) -> Engine<T> {
 }
 
 /// The result with its history in a stable order: parallel subtasks finish in any order.
-fn normalised(mut result: ExecutionResult) -> ExecutionResult {
+pub fn normalised(mut result: ExecutionResult) -> ExecutionResult {
     result
         .history
         .sort_by(|a, b| (&a.step_name, a.subtask_index).cmp(&(&b.step_name, b.subtask_index)));
@@ -103,7 +108,7 @@ fn normalised(mut result: ExecutionResult) -> ExecutionResult {
 /// The result as JSON with every context id blanked. A restart is a fault the core retries,
 /// and a retry's jitter is drawn from the run's seeded generator, so the context ids the run
 /// draws after a restart differ from the uncrashed run's; everything else must be equal.
-fn without_context_ids(result: &ExecutionResult) -> Value {
+pub fn without_context_ids(result: &ExecutionResult) -> Value {
     fn blank(v: &mut Value) {
         match v {
             Value::Object(m) => {
@@ -125,7 +130,7 @@ fn without_context_ids(result: &ExecutionResult) -> Value {
 }
 
 /// Every `messageId` the agents received in a send, with how often.
-fn duplicate_sends(server: &LoopbackServer) -> Vec<String> {
+pub fn duplicate_sends(server: &LoopbackServer) -> Vec<String> {
     let mut seen = std::collections::BTreeMap::<String, usize>::new();
     for agent in ["alpha", "beta"] {
         for req in server.requests(agent) {
@@ -193,7 +198,7 @@ fn stop_at(path: &Path, at: usize) -> Arc<StopAt> {
 }
 
 /// The chain without a journal, on fresh agents.
-async fn baseline<T: TestRuntime>() -> ExecutionResult {
+pub async fn baseline<T: TestRuntime>() -> ExecutionResult {
     let server = LoopbackServer::start(agents()).await;
     let result = engine::<T>(&server)
         .run(chain(), echo_host())

@@ -1,0 +1,167 @@
+//! A send open when the engine stopped, at an agent that cannot list its tasks: the resumed
+//! run cannot tell whether the message became a task, so it does not send it again and fails
+//! that subtask with `run.resume_ambiguous`; everything else resumes as usual.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use a2at_core::host::codes;
+use a2at_driver::{
+    JOURNAL_FAILED, JournalError, JournalStore, RunSummary, SqliteJournal, StoredRun,
+};
+use a2at_tests::loopback::LoopbackServer;
+use a2at_tests::runtime::TestRuntime;
+use a2at_tests::suites::journal::{
+    SEED, chain, duplicate_sends, echo_host, engine_for, normalised, without_context_ids,
+};
+use a2at_tests::{Plan, ScriptedAgent};
+
+a2at_tests::tokio_test_runtime!(OnTokio, multi_thread);
+
+/// The suite's agents, neither of which implements `ListTasks`.
+fn agents() -> Vec<ScriptedAgent> {
+    vec![
+        ScriptedAgent::new("alpha")
+            .by_default(Plan::States(vec![
+                "TASK_STATE_WORKING",
+                "TASK_STATE_COMPLETED",
+            ]))
+            .without_list_tasks(),
+        ScriptedAgent::new("beta")
+            .rest()
+            .streaming()
+            .without_list_tasks(),
+    ]
+}
+
+/// The SQLite journal, failing every append from the `at`-th on as if the process died there.
+struct StopAt {
+    inner: SqliteJournal,
+    at: usize,
+    appends: AtomicUsize,
+}
+
+impl JournalStore for StopAt {
+    fn create_run(&self, run_id: &str, header: &str, at: u64) -> Result<(), JournalError> {
+        self.inner.create_run(run_id, header, at)
+    }
+
+    fn append(&self, run_id: &str, first: u64, lines: &[String]) -> Result<(), JournalError> {
+        if self.appends.fetch_add(1, Ordering::SeqCst) + 1 >= self.at {
+            // Sends already under way reach their agents before the process "dies".
+            std::thread::sleep(std::time::Duration::from_millis(30));
+            return Err(JournalError::Store("the engine process died".into()));
+        }
+        self.inner.append(run_id, first, lines)
+    }
+
+    fn load(&self, run_id: &str) -> Result<StoredRun, JournalError> {
+        self.inner.load(run_id)
+    }
+
+    fn list(&self) -> Result<Vec<RunSummary>, JournalError> {
+        self.inner.list()
+    }
+
+    fn mark_finished(&self, run_id: &str) -> Result<(), JournalError> {
+        self.inner.mark_finished(run_id)
+    }
+}
+
+#[test]
+fn an_unknown_send_at_an_agent_without_list_tasks_fails_as_resume_ambiguous() {
+    OnTokio::block_on(async {
+        let expected = {
+            let server = LoopbackServer::start(agents()).await;
+            let result = engine_for::<OnTokio>(server.cards())
+                .run(chain(), echo_host())
+                .seed(SEED)
+                .execute()
+                .await;
+            assert!(result.success, "{:?}", result.error);
+            normalised(result)
+        };
+        let (mut ambiguous, mut stops) = (0, 0);
+        for at in 1..=30 {
+            let dir = tempfile::tempdir().expect("tempdir");
+            let path = dir.path().join("runs.db");
+            let server = LoopbackServer::start(agents()).await;
+            let stopped = engine_for::<OnTokio>(server.cards())
+                .run(chain(), echo_host())
+                .seed(SEED)
+                .journal(Arc::new(StopAt {
+                    inner: SqliteJournal::open(&path).expect("journal"),
+                    at,
+                    appends: AtomicUsize::new(0),
+                }))
+                .execute()
+                .await;
+            if stopped.success {
+                // Past the run's last append: nothing stopped it.
+                continue;
+            }
+            assert_eq!(
+                stopped.error.as_ref().map(|e| e.code.as_str()),
+                Some(JOURNAL_FAILED)
+            );
+            stops += 1;
+            let store = Arc::new(SqliteJournal::open(&path).expect("journal"));
+            let resumed = engine_for::<OnTokio>(server.cards());
+            let result = normalised(
+                resumed
+                    .resume(store, &stopped.execution_id, echo_host())
+                    .await
+                    .unwrap_or_else(|e| panic!("resume after append {at}: {e}"))
+                    .result()
+                    .await,
+            );
+            // Never sent twice, whatever the outcome.
+            let duplicates = duplicate_sends(&server);
+            assert!(
+                duplicates.is_empty(),
+                "stopped at append {at}: sent twice: {duplicates:?}"
+            );
+            if result.success {
+                assert_eq!(
+                    without_context_ids(&result),
+                    without_context_ids(&expected),
+                    "stopped at append {at}"
+                );
+                continue;
+            }
+            // A failure is an ambiguous send (both subtasks of step b may be open at once),
+            // named as such, and nothing else.
+            let failed: Vec<_> = result
+                .history
+                .iter()
+                .filter(|t| t.error_code.is_some())
+                .collect();
+            assert!(!failed.is_empty(), "stopped at append {at}: {result:?}");
+            for task in failed {
+                assert_eq!(
+                    task.error_code.as_deref(),
+                    Some(codes::RUN_RESUME_AMBIGUOUS),
+                    "stopped at append {at}: {task:?}"
+                );
+                let message = task.error.as_deref().unwrap_or_default();
+                assert!(
+                    message.contains(&task.agent_name) && message.contains("ListTasks"),
+                    "{message}"
+                );
+                let details = task.error_details.as_ref().expect("details");
+                assert_eq!(details["lookup"], "a2a.method_not_found", "{details}");
+                assert_eq!(details["attempts"][0]["fault"], "transport.restarted");
+                // The agent was asked (and could not answer); the message did not go again.
+                let listed = server
+                    .requests(&task.agent_name)
+                    .iter()
+                    .filter(|r| r.method == "ListTasks")
+                    .count();
+                assert!(listed > 0, "stopped at append {at}: no lookup was tried");
+            }
+            ambiguous += 1;
+        }
+        assert!(stops > 5, "{stops} stops");
+        assert!(ambiguous > 0, "no stop left a send open");
+    })
+}
