@@ -11,6 +11,9 @@ use std::process::Command;
 
 /// Set to `1` (CI does) to make a missing PostgreSQL a test failure instead of a skip.
 pub const REQUIRE_ENV: &str = "A2AT_REQUIRE_POSTGRES";
+/// Set to `1` to skip the PostgreSQL tests (mutation testing does: they test the driver's store,
+/// not the core's rules, and would add their servers' start-up to every mutant).
+pub const SKIP_ENV: &str = "A2AT_SKIP_POSTGRES";
 
 /// The database user the tests connect as.
 pub const USER: &str = "a2at";
@@ -65,6 +68,10 @@ impl PgServer {
     /// [`REQUIRE_ENV`] is not `1` (the reason is printed), a panic when it is required.
     pub fn start_or_skip() -> Option<PgServer> {
         let required = std::env::var(REQUIRE_ENV).is_ok_and(|v| v == "1");
+        if !required && std::env::var(SKIP_ENV).is_ok_and(|v| v == "1") {
+            eprintln!("SKIPPED: {SKIP_ENV}=1");
+            return None;
+        }
         let Some(bin) = find_bin() else {
             assert!(
                 !required,

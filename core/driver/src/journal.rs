@@ -6,9 +6,14 @@
 //! * **What is journaled**: the trace header (seed, configuration, workflow, cards, with
 //!   `"outputs":false`) when the run starts, then one trace line per input and per timeout, in
 //!   the order the core consumed them. Outputs are not journaled: replay produces them again.
-//! * **Write-ahead**: the lines of one turn of the run loop (an input and the timeout it may
-//!   make due) are appended in one transaction *before* the outputs they cause are carried out
-//!   (requests sent, host callbacks called, events delivered). A failed append stops the run
+//! * **Write-ahead**: the lines of the inputs fed since the last commit (and the timeouts they
+//!   made due) are appended in one transaction *before* the outputs they caused are carried out
+//!   (requests sent, host callbacks called, events delivered).
+//! * **Group commit**: a commit happens only when there is something to carry out, and inputs
+//!   already waiting when the run loop wakes join the same turn. The head and body of a
+//!   response, or a poll that only sets a timer, ride with the next commit instead of paying
+//!   one each; a crash before it loses only inputs nothing was done with, which the resumed
+//!   run gets again by asking the agent. A failed append stops the run
 //!   at once, without carrying anything out, with the result `run.journal_failed`: the journal
 //!   then holds a run that [`Engine::resume`](crate::Engine::resume) can continue.
 //! * **Blocking**: [`JournalStore`] is a small blocking trait; the run loop calls it through
@@ -25,8 +30,8 @@
 //!   whose answer was lost, and the same message with the same `messageId` again when the
 //!   lookup finds no task), and every host callback asked but not answered is asked again.
 //!   This needs a retry policy with attempts (the default): with `RetryPolicy::FAIL_FAST` an
-//!   exchange open at the restart fails its subtask. Events of the replayed part are not delivered again; the resumed handle's events
-//!   start with what happens after the restart. The clock goes on from the run's wall-clock
+//!   exchange open at the restart fails its subtask. Events of the replayed part are not
+//!   delivered again; the resumed handle's events start with what happens after the restart. The clock goes on from the run's wall-clock
 //!   start, so time spent down counts against the budgets.
 
 use std::collections::{BTreeMap, BTreeSet};
