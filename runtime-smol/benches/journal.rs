@@ -4,5 +4,5 @@
 a2at_tests::smol_test_runtime!(OnSmol);
 
 fn main() {
-    a2at_tests::journal_bench::main::<OnSmol>();
+    a2at_tests::journal_bench::main::<OnSmol>(Vec::new());
 }

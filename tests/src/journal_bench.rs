@@ -52,25 +52,37 @@ fn agent(latency: Duration) -> ScriptedAgent {
     ScriptedAgent::new("agent").by_default(plan)
 }
 
-#[derive(Clone, Copy, PartialEq)]
-enum Mode {
-    Memory,
-    Sqlite(Durability),
+/// A store to journal into: a name for the table and how to open a fresh one for run `n`
+/// under a scratch directory.
+pub struct StoreKind {
+    /// The table's label.
+    pub label: String,
+    /// Opens an empty store for the `n`-th run.
+    pub open: Box<dyn Fn(&std::path::Path, usize) -> Arc<dyn JournalStore>>,
 }
 
-impl Mode {
-    fn label(self) -> &'static str {
-        match self {
-            Mode::Memory => "in memory (no journal)",
-            Mode::Sqlite(Durability::Full) => "SQLite, fsync per commit",
-            Mode::Sqlite(_) => "SQLite, WAL without fsync",
-        }
+fn sqlite(durability: Durability) -> StoreKind {
+    StoreKind {
+        label: durability_label(durability).into(),
+        open: Box::new(move |dir, n| {
+            Arc::new(
+                SqliteJournal::open_with(dir.join(format!("runs-{n}.db")), durability)
+                    .expect("sqlite journal"),
+            )
+        }),
+    }
+}
+
+fn durability_label(durability: Durability) -> &'static str {
+    match durability {
+        Durability::Full => "SQLite, fsync per commit",
+        _ => "SQLite, WAL without fsync",
     }
 }
 
 /// A store that counts its commits (appends) and the lines they carried.
 struct Counting {
-    inner: SqliteJournal,
+    inner: Arc<dyn JournalStore>,
     commits: AtomicU64,
     lines: AtomicU64,
 }
@@ -109,7 +121,7 @@ fn median(mut v: Vec<Duration>) -> Duration {
 async fn one_run<T: TestRuntime>(
     server: &LoopbackServer,
     wf: &Arc<ValidatedWorkflow>,
-    mode: Mode,
+    kind: Option<&StoreKind>,
     dir: &std::path::Path,
     n: usize,
 ) -> (Duration, u64, u64) {
@@ -118,10 +130,9 @@ async fn one_run<T: TestRuntime>(
         .expect("engine");
     let mut run = engine.run(wf.clone(), host());
     let mut store = None;
-    if let Mode::Sqlite(durability) = mode {
-        let path = dir.join(format!("runs-{n}.db"));
+    if let Some(kind) = kind {
         let counting = Arc::new(Counting {
-            inner: SqliteJournal::open_with(&path, durability).expect("sqlite journal"),
+            inner: (kind.open)(dir, n),
             commits: AtomicU64::new(0),
             lines: AtomicU64::new(0),
         });
@@ -142,7 +153,7 @@ async fn one_run<T: TestRuntime>(
 }
 
 /// The overhead table: the same workflows with and without a journal.
-fn overhead<T: TestRuntime>(iterations: usize) {
+fn overhead<T: TestRuntime>(iterations: usize, stores: &[StoreKind]) {
     println!(
         "\n### Journal overhead ({}, agents answer after {} ms, median of {iterations})\n",
         T::NAME,
@@ -150,11 +161,9 @@ fn overhead<T: TestRuntime>(iterations: usize) {
     );
     println!("| workflow | mode | wall per run | ÷ in memory | journal commits (lines) per run |");
     println!("|---|---|---|---|---|");
-    let modes = [
-        Mode::Memory,
-        Mode::Sqlite(Durability::Full),
-        Mode::Sqlite(Durability::Process),
-    ];
+    let modes: Vec<Option<&StoreKind>> = std::iter::once(None)
+        .chain(stores.iter().map(Some))
+        .collect();
     for (name, wf) in [
         ("20-step chain", workflow(chain(20))),
         ("1×50 fan-out", workflow(fan_out_join(50))),
@@ -183,7 +192,7 @@ fn overhead<T: TestRuntime>(iterations: usize) {
             let per_run = |x: u64| x as f64 / iterations as f64;
             println!(
                 "| {name} | {} | {:.1} ms | {:.3} | {:.0} ({:.0}) |",
-                mode.label(),
+                mode.map_or("in memory (no journal)", |k| k.label.as_str()),
                 t * 1e3,
                 t / base,
                 per_run(commits),
@@ -216,7 +225,7 @@ fn append_rate() {
             let secs = started.elapsed().as_secs_f64();
             println!(
                 "| {} | {per_commit} | {:.0} | {:.0} |",
-                Mode::Sqlite(durability).label(),
+                durability_label(durability),
                 commits as f64 / secs,
                 (commits * per_commit as u64) as f64 / secs
             );
@@ -276,13 +285,16 @@ fn resume_time<T: TestRuntime>() {
     );
 }
 
-/// The whole bench: `A2AT_BENCH_ITERATIONS` (default 5) runs per mode.
-pub fn main<T: TestRuntime>() {
+/// The whole bench on the SQLite stores and `more` (e.g. PostgreSQL):
+/// `A2AT_BENCH_ITERATIONS` (default 5) runs per store.
+pub fn main<T: TestRuntime>(more: Vec<StoreKind>) {
     let iterations = std::env::var("A2AT_BENCH_ITERATIONS")
         .ok()
         .and_then(|v| v.parse().ok())
         .unwrap_or(5);
-    overhead::<T>(iterations);
+    let mut stores = vec![sqlite(Durability::Full), sqlite(Durability::Process)];
+    stores.extend(more);
+    overhead::<T>(iterations, &stores);
     append_rate();
     resume_time::<T>();
 }
