@@ -10,6 +10,7 @@ use crate::event::{Event, EventSelection, EventType};
 use crate::ids::{CallId, IdGenerator, OpId, StepId, TaskKey};
 use crate::io::{ApiMisuse, Correlation, OpPurpose, Output};
 use crate::time::Timestamp;
+use crate::tracectx::TraceContext;
 
 /// Everything a machine can wait for. Ties at one instant fire in this enum's order, then by
 /// id, so timer expiry is deterministic.
@@ -58,6 +59,8 @@ pub(crate) struct OpEntry {
 pub(crate) struct Ctx {
     pub now: Timestamp,
     pub ids: IdGenerator,
+    /// The trace every request of this machine joins (`traceparent`, `tracestate`).
+    pub trace: TraceContext,
     pub execution_id: String,
     pub outputs: VecDeque<Output>,
     timers: BTreeSet<(Timestamp, TimerKey)>,
@@ -104,10 +107,16 @@ impl Ctx {
         Ok(())
     }
 
-    pub fn new(ids: IdGenerator, execution_id: String, events: EventSelection) -> Self {
+    pub fn new(
+        ids: IdGenerator,
+        trace: TraceContext,
+        execution_id: String,
+        events: EventSelection,
+    ) -> Self {
         Ctx {
             now: Timestamp::ZERO,
             ids,
+            trace,
             execution_id,
             outputs: VecDeque::new(),
             timers: BTreeSet::new(),

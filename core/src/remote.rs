@@ -1520,6 +1520,7 @@ fn try_open_exchange(
         timeout,
         limits: env.config.decode_limits,
         correlation: correlation.clone(),
+        trace: &env.ctx.trace,
     };
     let (request, decoder) = exchange::open(agent, call, spec)
         .map_err(|e| Failure::new(codes::INVALID_CONTENT, e.to_string()))?;

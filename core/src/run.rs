@@ -42,6 +42,7 @@ use crate::machine::{CallOwner, Ctx, TimerKey, emit, object};
 use crate::remote::{self, Env, Invocation, Routed};
 use crate::result::{ExecutionResult, RunError, StepReport, StepStatus};
 use crate::time::Timestamp;
+use crate::tracectx::TraceContext;
 use crate::workflow::{ContextSources, EdgeTarget, StepType, ValidatedWorkflow};
 
 /// What the host starts a run with.
@@ -219,12 +220,17 @@ impl Run {
             })
             .collect();
         let events = config.events.clone();
+        let trace = TraceContext::new(
+            config.seed,
+            config.trace_parent.as_ref(),
+            config.trace_state.as_deref(),
+        );
         let mut run = Run {
             workflow,
             agents,
             config,
             start,
-            ctx: Ctx::new(ids, execution_id, events),
+            ctx: Ctx::new(ids, trace, execution_id, events),
             steps,
             slots: BTreeMap::new(),
             ready: BTreeSet::new(),
