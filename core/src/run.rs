@@ -249,6 +249,16 @@ impl Run {
         &self.ctx.execution_id
     }
 
+    /// The agents this run addresses (its cards as of its start).
+    pub fn agents(&self) -> &AgentDirectory {
+        &self.agents
+    }
+
+    /// The W3C trace id every request of this run carries (see [`crate::tracectx`]).
+    pub fn trace_id(&self) -> u128 {
+        self.ctx.trace.trace_id()
+    }
+
     /// The next output, in causal order; `None` when nothing is queued right now.
     pub fn poll_output(&mut self) -> Option<Output> {
         self.ctx.outputs.pop_front()

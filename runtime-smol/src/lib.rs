@@ -56,6 +56,8 @@ a2at_driver::runtime_api!(Smol);
 /// The SQLite journal store of durable runs (feature `sqlite`, on by default).
 #[cfg(feature = "sqlite")]
 pub use a2at_driver::{Durability, SqliteJournal};
+/// Span names and attribute names of a run's `tracing` spans.
+pub use a2at_driver::telemetry;
 
 /// The smol runtime as the driver sees it: tasks on smol's global executor, the `std` clock
 /// with `async-io` timers, smol's blocking pool and `async-net` TCP. Works from any thread.

@@ -58,6 +58,8 @@ a2at_driver::runtime_api!(Tokio);
 /// The SQLite journal store of durable runs (feature `sqlite`, on by default).
 #[cfg(feature = "sqlite")]
 pub use a2at_driver::{Durability, SqliteJournal};
+/// Span names and attribute names of a run's `tracing` spans.
+pub use a2at_driver::telemetry;
 
 /// The tokio runtime as the driver sees it: tasks on the current tokio runtime, tokio's
 /// (pausable) clock and timers, tokio's blocking pool and TCP. Every call must be made inside

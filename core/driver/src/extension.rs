@@ -1035,9 +1035,12 @@ pub(crate) async fn drive<R: Runtime, M: Machine>(
             match step {
                 MachineStep::Transmit(req) => {
                     let op = req.op;
+                    // Opened here, under the span current where the operation runs (the
+                    // host's, when it instrumented the call), not in the spawned task.
+                    let span = crate::telemetry::exchange_span(&req, None);
                     let transport = transport.clone();
                     let tx = tx.clone();
-                    let task = async move { transport.exchange(req, tx).await };
+                    let task = async move { transport.exchange_in(req, tx, span).await };
                     ops.insert(op, spawn_abortable::<R>(task));
                 }
                 MachineStep::Abort(op) => {

@@ -130,6 +130,7 @@ mod proxy;
 mod run_loop;
 mod runtime;
 mod tasks;
+pub mod telemetry;
 mod tls;
 mod transport;
 #[cfg(test)]

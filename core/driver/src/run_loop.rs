@@ -26,9 +26,11 @@ use crate::events::{ConversationClosed, ConversationHook, EventHook, EventSink, 
 use crate::journal::{Journaling, Resumed};
 use crate::lifecycle::RunTicket;
 use crate::runtime::{BoxFuture, Runtime, elapsed};
+use crate::telemetry::RunSpans;
 use crate::transport::Transport;
 use a2at_core::io::OpPurpose;
 use std::sync::atomic::Ordering;
+use tracing::Instrument;
 
 /// Completions waiting for the driver; exchange tasks wait when it is full.
 const COMPLETION_QUEUE: usize = 1024;
@@ -271,6 +273,8 @@ impl<R: Runtime, C: ControlPoint + 'static> Driver<R, C> {
         // Conversations already reported to the close hook, and finished tasks looked at.
         let mut closed_contexts: BTreeSet<String> = BTreeSet::new();
         let mut tasks_seen = tasks_seen;
+        // The run's step and subtask spans (children of the run's span, which is current).
+        let mut spans = RunSpans::default();
         loop {
             // Write-ahead: what this turn fed the core is durable before any of its outputs
             // (and the conversation hook they may call) is carried out.
@@ -284,10 +288,12 @@ impl<R: Runtime, C: ControlPoint + 'static> Driver<R, C> {
                 }
             }
             for (call, request) in reask.take().into_iter().flatten() {
+                let span = spans.for_host_call(&request);
                 let task = call_host(self.control_point.clone(), call, request, tx.clone());
-                calls.insert(call, spawn_abortable::<R>(task));
+                calls.insert(call, spawn_abortable::<R>(in_span(task, span)));
             }
             self.close_conversations(&run, &mut tasks_seen, &mut closed_contexts);
+            spans.close_finished(&run);
             while let Some(output) = run.poll_output() {
                 Recorder::write(&mut self.recorder, |w| w.output(&output));
                 match output {
@@ -298,9 +304,11 @@ impl<R: Runtime, C: ControlPoint + 'static> Driver<R, C> {
                             }
                         }
                         let op = req.op;
+                        let binding = run.agents().get(&req.agent).map(|a| a.endpoint.binding);
+                        let span = spans.exchange(&req, binding);
                         let transport = self.transport.clone();
                         let tx = tx.clone();
-                        let task = async move { transport.exchange(req, tx).await };
+                        let task = async move { transport.exchange_in(req, tx, span).await };
                         ops.insert(op, spawn_abortable::<R>(task));
                     }
                     Output::AbortTransmit { op } => {
@@ -309,8 +317,9 @@ impl<R: Runtime, C: ControlPoint + 'static> Driver<R, C> {
                         }
                     }
                     Output::CallHost { call, request } => {
+                        let span = spans.for_host_call(&request);
                         let task = call_host(self.control_point.clone(), call, request, tx.clone());
-                        calls.insert(call, spawn_abortable::<R>(task));
+                        calls.insert(call, spawn_abortable::<R>(in_span(task, span)));
                     }
                     Output::AbandonHostCall { call } => {
                         if let Some(h) = calls.remove(&call) {
@@ -329,6 +338,8 @@ impl<R: Runtime, C: ControlPoint + 'static> Driver<R, C> {
                         }
                     }
                     Output::Finished(result) => {
+                        spans.close_finished(&run);
+                        drop(spans);
                         Recorder::flush(&mut self.recorder);
                         ops.values()
                             .chain(calls.values())
@@ -511,6 +522,14 @@ impl<R: Runtime, C: ControlPoint + 'static> Driver<R, C> {
         self.deliver(&close).await;
         result
     }
+}
+
+/// `task` inside `span` when there is one; the host's own spans then nest under the subtask.
+fn in_span(
+    task: impl std::future::Future<Output = ()> + Send + 'static,
+    span: Option<tracing::Span>,
+) -> impl std::future::Future<Output = ()> + Send + 'static {
+    task.instrument(span.unwrap_or_else(tracing::Span::current))
 }
 
 /// Spawns `task` on the runtime; aborting the handle drops it (and its connection).

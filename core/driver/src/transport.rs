@@ -14,6 +14,8 @@ use http_body_util::BodyExt;
 use crate::auth::Authenticator;
 use crate::http::{HttpClient, build_request, describe, header_pairs, header_text, http_method};
 use crate::runtime::Runtime;
+use crate::telemetry;
+use tracing::{Instrument, Span};
 
 /// Produces extra request headers (authentication) for one exchange, or a message saying why it
 /// cannot; a failure is reported to the core as a [`TransportErrorKind::Auth`] failure.
@@ -90,13 +92,32 @@ pub(crate) struct Transport<R> {
 }
 
 impl<R: Runtime> Transport<R> {
-    /// Carries out one exchange, feeding head, body frames, trailers (when the response has
-    /// any) and end (or a failure) to `tx`. HTTP/2 when the request asks for it (gRPC).
-    pub(crate) async fn exchange(&self, req: HttpRequest, mut tx: mpsc::Sender<Input>) {
+    /// Carries out one exchange in its own span (a child of the current span), feeding head,
+    /// body frames, trailers (when the response has any) and end (or a failure) to `tx`.
+    /// HTTP/2 when the request asks for it (gRPC). The engine's loops open the span
+    /// themselves ([`Transport::exchange_in`]); the transport's own tests use this.
+    #[cfg(test)]
+    pub(crate) async fn exchange(&self, req: HttpRequest, tx: mpsc::Sender<Input>) {
+        let span = telemetry::exchange_span(&req, None);
+        self.exchange_in(req, tx, span).await;
+    }
+
+    /// [`Transport::exchange`] in `span` (from [`telemetry`]), which it completes with the
+    /// response status or the failure.
+    pub(crate) async fn exchange_in(&self, req: HttpRequest, tx: mpsc::Sender<Input>, span: Span) {
+        self.exchange_inner(req, tx, &span)
+            .instrument(span.clone())
+            .await;
+    }
+
+    async fn exchange_inner(&self, req: HttpRequest, mut tx: mpsc::Sender<Input>, span: &Span) {
         let op = req.op;
-        let fail = |kind: TransportErrorKind, message: String| Input::TransportFailed {
-            op,
-            error: TransportError { kind, message },
+        let fail = |kind: TransportErrorKind, message: String| {
+            telemetry::record_failure(span, kind);
+            Input::TransportFailed {
+                op,
+                error: TransportError { kind, message },
+            }
         };
         let _permits = self.limits.acquire(&req.agent).await;
         let mut req = req;
@@ -185,6 +206,7 @@ impl<R: Runtime> Transport<R> {
             tracing::debug!(target: "a2at::protocol", "{}", protolog::format_response_head(&ctx, parts.status.as_u16(), &headers, &self.log));
             BodyLog::new(ctx, content_type.clone(), self.log)
         });
+        telemetry::record_status(span, parts.status.as_u16());
         let head = Input::ResponseHead {
             op,
             status: parts.status.as_u16(),

@@ -19,6 +19,7 @@ pub mod protocol_log;
 pub mod proxy;
 pub mod security;
 pub mod tasks;
+pub mod telemetry;
 
 /// One `#[test]` per listed suite function, each calling it on `$rt`.
 #[doc(hidden)]
@@ -340,6 +341,25 @@ macro_rules! journal_suite {
                 a_truncated_or_garbled_journal_is_a_typed_error_naming_the_line,
                 a_killed_engine_process_resumes_to_the_same_result,
                 time_spent_down_counts_against_the_task_budget,
+            ]
+        );
+    };
+}
+
+/// Instantiates the telemetry suite (the span tree of a run, the W3C traceparent the agents
+/// receive, a host parent, no secret in any span) on a
+/// [`TestRuntime`](crate::runtime::TestRuntime).
+#[macro_export]
+macro_rules! telemetry_suite {
+    ($rt:ty) => {
+        $crate::__suite_tests!(
+            $rt,
+            telemetry,
+            [
+                a_two_step_run_gives_a_span_tree_down_to_each_exchange,
+                a_host_traceparent_joins_the_run_to_the_host_trace,
+                a_malformed_host_traceparent_refuses_the_run_naming_it,
+                planted_secrets_never_reach_spans_or_events,
             ]
         );
     };
