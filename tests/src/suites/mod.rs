@@ -117,6 +117,8 @@ macro_rules! interop_suite {
                 #[ignore = "needs the Python interop peers: run tests/run"]
                 a_blocking_agent_completes_on_every_binding,
                 #[ignore = "needs the Python interop peers: run tests/run"]
+                a_python_agent_receives_a_traceparent_of_the_run_on_every_binding,
+                #[ignore = "needs the Python interop peers: run tests/run"]
                 a_streaming_agent_delivers_assembled_artifact_chunks_on_every_binding,
                 #[ignore = "needs the Python interop peers: run tests/run"]
                 an_input_required_negotiation_round_trip_completes_on_every_binding,
