@@ -9,6 +9,7 @@ use crate::a2a::ResponseDecoder;
 use crate::event::{Event, EventSelection, EventType};
 use crate::ids::{CallId, IdGenerator, OpId, StepId, TaskKey};
 use crate::io::{ApiMisuse, Correlation, OpPurpose, Output};
+use crate::run::ScheduledRetry;
 use crate::time::Timestamp;
 use crate::tracectx::TraceContext;
 
@@ -70,6 +71,8 @@ pub(crate) struct Ctx {
     pub calls: BTreeMap<CallId, CallOwner>,
     pub ops: BTreeMap<OpId, OpEntry>,
     events: EventSelection,
+    /// Every retry scheduled so far, in order (what a driver counts; never read by the run).
+    pub retries: Vec<ScheduledRetry>,
 }
 
 /// Emits an event if the run's [`EventSelection`] includes it, building the payload only then:
@@ -126,6 +129,7 @@ impl Ctx {
             calls: BTreeMap::new(),
             ops: BTreeMap::new(),
             events,
+            retries: Vec::new(),
         }
     }
 

@@ -59,6 +59,7 @@ use crate::ids::{CallId, OpId, TaskKey};
 use crate::io::{Correlation, Input, OpPurpose, Output, TransportError, TransportErrorKind};
 use crate::machine::{CallOwner, Ctx, OpEntry, TimerKey, emit};
 use crate::retry::{self, Attempts, FailedExchange, Fault, Recovery, RetryAttempt};
+use crate::run::ScheduledRetry;
 use crate::time::Timestamp;
 
 /// Where an invocation is.
@@ -424,6 +425,10 @@ impl Invocation {
             return false;
         };
         let delay_ms = u64::try_from(delay.as_millis()).unwrap_or(u64::MAX);
+        env.ctx.retries.push(ScheduledRetry {
+            agent: self.request.agent_name.clone(),
+            action,
+        });
         emit!(
             env.ctx,
             EventType::AgentRetry,

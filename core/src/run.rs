@@ -45,6 +45,16 @@ use crate::time::Timestamp;
 use crate::tracectx::TraceContext;
 use crate::workflow::{ContextSources, EdgeTarget, StepType, ValidatedWorkflow};
 
+/// One retry a run scheduled after a fault (see [`crate::retry`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ScheduledRetry {
+    /// The agent the failed exchange addressed.
+    pub agent: String,
+    /// How the run recovers: `resend`, `list_tasks`, `resubscribe` (a reattach to the task's
+    /// stream) or `get_task`.
+    pub action: &'static str,
+}
+
 /// What the host starts a run with.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct RunStart {
@@ -252,6 +262,12 @@ impl Run {
     /// The agents this run addresses (its cards as of its start).
     pub fn agents(&self) -> &AgentDirectory {
         &self.agents
+    }
+
+    /// Every retry the run scheduled so far, in order: a driver reads the ones past those it
+    /// already counted (for metrics); the run never reads them.
+    pub fn retries(&self) -> &[ScheduledRetry] {
+        &self.ctx.retries
     }
 
     /// The W3C trace id every request of this run carries (see [`crate::tracectx`]).

@@ -53,11 +53,13 @@ use a2at_driver::{BoxFuture, Runtime};
 use tracing::instrument::WithSubscriber;
 
 a2at_driver::runtime_api!(Smol);
+/// Metric names of runs and exchanges (the `metrics` facade).
+pub use a2at_driver::metrics;
+/// Span names and attribute names of a run's `tracing` spans.
+pub use a2at_driver::telemetry;
 /// The SQLite journal store of durable runs (feature `sqlite`, on by default).
 #[cfg(feature = "sqlite")]
 pub use a2at_driver::{Durability, SqliteJournal};
-/// Span names and attribute names of a run's `tracing` spans.
-pub use a2at_driver::telemetry;
 
 /// The smol runtime as the driver sees it: tasks on smol's global executor, the `std` clock
 /// with `async-io` timers, smol's blocking pool and `async-net` TCP. Works from any thread.

@@ -55,11 +55,13 @@ use futures_io::{AsyncRead, AsyncWrite};
 use tracing::instrument::WithSubscriber;
 
 a2at_driver::runtime_api!(Tokio);
+/// Metric names of runs and exchanges (the `metrics` facade).
+pub use a2at_driver::metrics;
+/// Span names and attribute names of a run's `tracing` spans.
+pub use a2at_driver::telemetry;
 /// The SQLite journal store of durable runs (feature `sqlite`, on by default).
 #[cfg(feature = "sqlite")]
 pub use a2at_driver::{Durability, SqliteJournal};
-/// Span names and attribute names of a run's `tracing` spans.
-pub use a2at_driver::telemetry;
 
 /// The tokio runtime as the driver sees it: tasks on the current tokio runtime, tokio's
 /// (pausable) clock and timers, tokio's blocking pool and TCP. Every call must be made inside

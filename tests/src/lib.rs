@@ -16,6 +16,7 @@ pub mod fuzz_bodies;
 pub mod golden;
 pub mod host;
 pub mod loopback;
+pub mod metrics_capture;
 pub mod random_scenario;
 pub mod runtime;
 pub mod sim;

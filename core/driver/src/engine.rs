@@ -1108,6 +1108,7 @@ impl<R: Runtime, C: ControlPoint + 'static> RunBuilder<R, C> {
 
 /// The handle of a run refused at the door: nothing ran, no event, the result is `error`.
 fn refused(execution_id: String, seed: u64, error: a2at_core::result::RunError) -> RunHandle {
+    crate::metrics::run_refused();
     let (cancel_tx, _) = oneshot::channel();
     let (result_tx, result_rx) = oneshot::channel();
     let (_, events_rx) = mpsc::channel(1);

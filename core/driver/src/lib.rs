@@ -126,6 +126,7 @@ pub mod journal;
 #[cfg(feature = "sqlite")]
 mod journal_sqlite;
 mod lifecycle;
+pub mod metrics;
 mod proxy;
 mod run_loop;
 mod runtime;

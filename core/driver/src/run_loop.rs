@@ -274,7 +274,9 @@ impl<R: Runtime, C: ControlPoint + 'static> Driver<R, C> {
         let mut closed_contexts: BTreeSet<String> = BTreeSet::new();
         let mut tasks_seen = tasks_seen;
         // The run's step and subtask spans (children of the run's span, which is current).
-        let mut spans = RunSpans::default();
+        let mut spans = RunSpans::starting_at(tasks_seen);
+        // Retries scheduled before a restart were counted by the process that ran them.
+        let mut retries_seen = run.retries().len();
         loop {
             // Write-ahead: what this turn fed the core is durable before any of its outputs
             // (and the conversation hook they may call) is carried out.
@@ -294,6 +296,10 @@ impl<R: Runtime, C: ControlPoint + 'static> Driver<R, C> {
             }
             self.close_conversations(&run, &mut tasks_seen, &mut closed_contexts);
             spans.close_finished(&run);
+            for r in run.retries().get(retries_seen..).unwrap_or_default() {
+                crate::metrics::retry(&r.agent, r.action);
+            }
+            retries_seen = run.retries().len();
             while let Some(output) = run.poll_output() {
                 Recorder::write(&mut self.recorder, |w| w.output(&output));
                 match output {
@@ -308,7 +314,8 @@ impl<R: Runtime, C: ControlPoint + 'static> Driver<R, C> {
                         let span = spans.exchange(&req, binding);
                         let transport = self.transport.clone();
                         let tx = tx.clone();
-                        let task = async move { transport.exchange_in(req, tx, span).await };
+                        let task =
+                            async move { transport.exchange_in(req, tx, span, binding).await };
                         ops.insert(op, spawn_abortable::<R>(task));
                     }
                     Output::AbortTransmit { op } => {
@@ -317,6 +324,9 @@ impl<R: Runtime, C: ControlPoint + 'static> Driver<R, C> {
                         }
                     }
                     Output::CallHost { call, request } => {
+                        if matches!(request, HostRequest::Negotiation(_)) {
+                            crate::metrics::negotiation_round();
+                        }
                         let span = spans.for_host_call(&request);
                         let task = call_host(self.control_point.clone(), call, request, tx.clone());
                         calls.insert(call, spawn_abortable::<R>(in_span(task, span)));
@@ -460,12 +470,20 @@ impl<R: Runtime, C: ControlPoint + 'static> Driver<R, C> {
     /// full this waits for the consumer (backpressure); once the consumer dropped the stream,
     /// events go to the sink only.
     async fn deliver(&mut self, envelope: &EventEnvelope) {
+        // Whether a consumer besides the stream has the event: a sink that took it, or
+        // `on_finish`, which gets the whole list. An event none of them gets is dropped.
+        let mut taken = self.on_finish.is_some();
         if let Some(sink) = &self.sink {
             if std::panic::catch_unwind(AssertUnwindSafe(|| sink(envelope))).is_err() {
                 tracing::warn!(event = envelope.type_str(), "event sink panicked; ignored");
+            } else {
+                taken = true;
             }
         }
         if !self.events_open {
+            if !taken {
+                crate::metrics::event_dropped();
+            }
             return;
         }
         let sent = match &self.ticket {
@@ -488,6 +506,9 @@ impl<R: Runtime, C: ControlPoint + 'static> Driver<R, C> {
             None => self.events_tx.send(envelope.clone()).await.is_ok(),
         };
         if !sent {
+            if !taken {
+                crate::metrics::event_dropped();
+            }
             self.events_open = false;
         }
     }
@@ -518,6 +539,7 @@ impl<R: Runtime, C: ControlPoint + 'static> Driver<R, C> {
                 tracing::info!(target: "a2at::protocol", "{line}");
             }
         }
+        crate::metrics::run_finished(&result);
         let close = stamp_event(Event::new(EventType::Close, serde_json::json!({})));
         self.deliver(&close).await;
         result

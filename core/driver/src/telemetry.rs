@@ -218,6 +218,15 @@ pub(crate) struct RunSpans {
 }
 
 impl RunSpans {
+    /// The spans of a run whose first `finished` subtasks were already reported (a run
+    /// resumed after a restart).
+    pub(crate) fn starting_at(finished: usize) -> RunSpans {
+        RunSpans {
+            finished_seen: finished,
+            ..RunSpans::default()
+        }
+    }
+
     /// The span of `step`, opened under the current (run) span the first time.
     fn step(&mut self, step: &str) -> Span {
         if let Some(s) = self.steps.get(step) {
@@ -296,13 +305,15 @@ impl RunSpans {
     }
 
     /// Closes the spans of the subtasks finished since the last call (of `run`), recording
-    /// their final state, remote task id, context id and error code.
+    /// their final state, remote task id, context id and error code, and counts them
+    /// ([`crate::metrics::SUBTASKS_TOTAL`]).
     pub(crate) fn close_finished(&mut self, run: &a2at_core::Run) {
         while self.finished_seen < run.finished_count() {
             let Some(task) = run.finished_task(self.finished_seen) else {
                 break;
             };
             self.finished_seen += 1;
+            crate::metrics::subtask_finished(&task.agent_name, task.status);
             let key = (task.step_name.clone(), task.subtask_index);
             self.rounds.remove(&key);
             // A subtask that never reached the host or an agent has no span yet.

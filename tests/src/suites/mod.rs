@@ -15,6 +15,7 @@ pub mod http_runs;
 pub mod interop;
 pub mod journal;
 pub mod lifecycle;
+pub mod metrics;
 pub mod protocol_log;
 pub mod proxy;
 pub mod security;
@@ -363,6 +364,20 @@ macro_rules! telemetry_suite {
                 a_malformed_host_traceparent_refuses_the_run_naming_it,
                 planted_secrets_never_reach_spans_or_events,
             ]
+        );
+    };
+}
+
+/// Instantiates the metrics suite (what a run counts through the `metrics` facade) on a
+/// [`TestRuntime`](crate::runtime::TestRuntime). It installs a process-global recorder: give it
+/// a test binary of its own.
+#[macro_export]
+macro_rules! metrics_suite {
+    ($rt:ty) => {
+        $crate::__suite_tests!(
+            $rt,
+            metrics,
+            [a_run_counts_runs_subtasks_requests_retries_reattaches_and_rounds,]
         );
     };
 }
