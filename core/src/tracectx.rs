@@ -163,8 +163,8 @@ fn traceparent_text(trace_id: u128, span_id: u64, flags: u8) -> String {
     write_hex(&mut buf[3..35], trace_id);
     write_hex(&mut buf[36..52], u128::from(span_id));
     write_hex(&mut buf[53..55], u128::from(flags));
-    // Only ASCII hex digits and dashes were written.
-    buf.iter().map(|&b| b as char).collect()
+    // Only ASCII hex digits and dashes were written, so the text is always valid UTF-8.
+    String::from(core::str::from_utf8(&buf).unwrap_or_default())
 }
 
 impl fmt::Display for TraceParent {

@@ -92,6 +92,14 @@
 //! [`Engine::resume`] continues such a run in a new process by replaying its journal. The
 //! `sqlite` feature adds `SqliteJournal`, one SQLite file. See [`journal`].
 //!
+//! ## Observability
+//!
+//! Every request carries a W3C `traceparent` of the run's trace (join the host's with
+//! [`RunBuilder::traceparent`]); the driver opens `tracing` spans for the run, its steps and
+//! subtasks and every exchange ([`telemetry`] lists names and attributes) and counts runs,
+//! subtasks, latencies, retries, reattaches, negotiation rounds and dropped events through the
+//! `metrics` facade ([`metrics`] lists the names). Neither holds a secret.
+//!
 //! ## Reproducing a run
 //!
 //! Each run's id seed comes from the OS unless [`EngineConfig::seed`] fixes it; it is logged

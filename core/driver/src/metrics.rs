@@ -1,4 +1,4 @@
-//! Counters and histograms of runs and exchanges, through the [`metrics`](::metrics) facade.
+//! Counters and histograms of runs and exchanges, through the `metrics` facade.
 //!
 //! The engine only records; the host installs a recorder (`metrics::set_global_recorder`, or an
 //! exporter crate such as a Prometheus or OpenTelemetry one) to keep and export them. Without a
