@@ -183,7 +183,8 @@ pub(crate) fn record_outcome(span: &Span, result: &a2at_core::ExecutionResult) {
 pub(crate) fn record_status(span: &Span, status: u16) {
     span.record("http.response.status_code", status);
     if status >= 400 {
-        span.record("error.type", status);
+        // OpenTelemetry's HTTP conventions give the status code as text here.
+        span.record("error.type", status.to_string());
         span.record("otel.status_code", "ERROR");
     }
 }

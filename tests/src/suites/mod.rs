@@ -362,6 +362,7 @@ macro_rules! telemetry_suite {
                 a_two_step_run_gives_a_span_tree_down_to_each_exchange,
                 a_host_traceparent_joins_the_run_to_the_host_trace,
                 a_malformed_host_traceparent_refuses_the_run_naming_it,
+                a_failed_attempt_is_its_own_exchange_span_marked_as_an_error,
                 planted_secrets_never_reach_spans_or_events,
             ]
         );

@@ -158,6 +158,54 @@ pub fn a_malformed_host_traceparent_refuses_the_run_naming_it<T: TestRuntime>() 
     })
 }
 
+pub fn a_failed_attempt_is_its_own_exchange_span_marked_as_an_error<T: TestRuntime>() {
+    let (_, captured) = capture_spans(|| {
+        T::block_on(async {
+            let server = LoopbackServer::start(vec![ScriptedAgent::new("alpha").fault_on(
+                "SendMessage",
+                1,
+                crate::agent::AgentFault::Unavailable { retry_after: None },
+            )])
+            .await;
+            let engine = Engine::<T>::builder(server.cards())
+                .retry(a2at_core::RetryPolicy {
+                    attempts: 3,
+                    base_delay: std::time::Duration::from_millis(1),
+                    max_delay: std::time::Duration::from_millis(1),
+                })
+                .build()
+                .unwrap();
+            let host = ControlPointBuilder::new()
+                .on_task(|r| async move { Ok(MessageContent::text(r.instruction)) })
+                .build();
+            let wf = parse_and_validate(
+                &json!({"steps": [{"name": "a", "subtasks": [{"agent": "alpha", "description": "x"}]}]})
+                    .to_string(),
+            )
+            .unwrap();
+            let result = engine.run(wf, Arc::new(host)).execute().await;
+            assert!(result.success, "{:?}", result.history);
+        })
+    });
+    let (sub_index, _) = captured.named(SUBTASK_SPAN).next().expect("a subtask span");
+    let attempts: Vec<_> = captured
+        .named(EXCHANGE_SPAN)
+        .filter(|(_, s)| s.parent == Some(sub_index))
+        .map(|(_, s)| s)
+        .collect();
+    assert_eq!(attempts.len(), 2, "{attempts:#?}");
+    assert_eq!(field(attempts[0], "http.response.status_code"), "503");
+    assert_eq!(field(attempts[0], "error.type"), "503");
+    assert_eq!(field(attempts[0], "otel.status_code"), "ERROR");
+    assert_eq!(field(attempts[1], "http.response.status_code"), "200");
+    assert!(!attempts[1].fields.contains_key("error.type"));
+    assert_eq!(
+        field(attempts[0], "trace_id"),
+        field(attempts[1], "trace_id")
+    );
+    assert_ne!(field(attempts[0], "span_id"), field(attempts[1], "span_id"));
+}
+
 /// `alpha` with an API key in the query (from credentials) and a URL with userinfo and a
 /// secret-looking query parameter of its own.
 fn secret_cards(server: &LoopbackServer) -> Vec<AgentCard> {
