@@ -6,6 +6,7 @@ use std::time::Duration;
 use crate::a2a::DecodeLimits;
 use crate::event::EventSelection;
 use crate::retry::RetryPolicy;
+use crate::tracectx::{TraceContextError, TraceParent, check_tracestate};
 
 /// Settings of one run. The defaults are those of the reference engines.
 #[derive(Debug, Clone, PartialEq)]
@@ -39,6 +40,13 @@ pub struct RunConfig {
     /// 200 ms doubling to 5 s); see [`crate::retry`]. Check it with [`RetryPolicy::validate`]
     /// before a run: attempts beyond [`crate::retry::MAX_ATTEMPTS`] are not made.
     pub retry: RetryPolicy,
+    /// The host's trace to join: every request of the run carries a `traceparent` of this
+    /// trace, parented (through the exchange's own span) on this span. `None` (the default):
+    /// the run starts its own trace, its id drawn from `seed` (see [`crate::tracectx`]).
+    pub trace_parent: Option<TraceParent>,
+    /// A `tracestate` sent unchanged with every request (checked by
+    /// [`RunConfig::validate`]: 1 to 512 printable ASCII characters).
+    pub trace_state: Option<String>,
 }
 
 impl Default for RunConfig {
@@ -56,6 +64,8 @@ impl Default for RunConfig {
             decode_limits: DecodeLimits::default(),
             events: EventSelection::All,
             retry: RetryPolicy::default(),
+            trace_parent: None,
+            trace_state: None,
         }
     }
 }
@@ -79,6 +89,9 @@ pub enum ConfigError {
     /// A subscription's reattach policy is unusable.
     #[error("the reattach policy is unusable: {0}")]
     Reattach(crate::retry::RetryPolicyError),
+    /// A `traceparent` or `tracestate` given by the host is unusable.
+    #[error("{0}")]
+    TraceContext(#[from] TraceContextError),
 }
 
 /// The stable code of a run refused for an unusable setting (the message names it).
@@ -93,6 +106,8 @@ impl ConfigError {
             }
             ConfigError::Retry(_) => "retry",
             ConfigError::Reattach(_) => "reattach",
+            ConfigError::TraceContext(TraceContextError::TraceState) => "trace_state",
+            ConfigError::TraceContext(_) => "trace_parent",
         }
     }
 }
@@ -123,7 +138,7 @@ pub(crate) fn check_history(history_length: Option<i32>) -> Result<(), ConfigErr
 
 impl RunConfig {
     /// Checks every setting: budgets, intervals and limits must be positive, and the retry
-    /// policy must be valid. Runtimes call it when an engine is built, so a bad setting is
+    /// policy must be valid, a trace state must be a printable header value. Runtimes call it when an engine is built, so a bad setting is
     /// reported before any run starts.
     pub fn validate(&self) -> Result<(), ConfigError> {
         let durations = [
@@ -153,6 +168,9 @@ impl RunConfig {
         }
         check_history(self.history_length)?;
         self.retry.validate()?;
+        if let Some(state) = &self.trace_state {
+            check_tracestate(state)?;
+        }
         Ok(())
     }
 }

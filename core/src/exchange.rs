@@ -11,6 +11,7 @@ use crate::a2a::{
 use crate::agents::AgentEntry;
 use crate::ids::OpId;
 use crate::io::{Correlation, HttpRequest, Input, OpPurpose};
+use crate::tracectx::TraceContext;
 
 /// What opening an exchange needs besides the call itself.
 pub(crate) struct ExchangeSpec<'a> {
@@ -28,6 +29,8 @@ pub(crate) struct ExchangeSpec<'a> {
     pub limits: DecodeLimits,
     /// Local correlation fields for logs.
     pub correlation: Correlation,
+    /// The trace the request joins; its `traceparent` names this exchange's span.
+    pub trace: &'a TraceContext,
 }
 
 /// Encodes `call` for `agent`'s interface: the request to transmit and the decoder of its
@@ -37,13 +40,14 @@ pub(crate) fn open(
     call: &A2aCall<'_>,
     spec: ExchangeSpec<'_>,
 ) -> Result<(HttpRequest, ResponseDecoder), GrpcEncodeError> {
-    let encoded = encode_call(
+    let mut encoded = encode_call(
         &agent.endpoint,
         call,
         spec.rpc_id,
         spec.extensions,
         spec.timeout,
     )?;
+    spec.trace.push_headers(spec.op, &mut encoded.headers);
     let decoder = ResponseDecoder::new(
         agent.endpoint.binding,
         call.kind(),

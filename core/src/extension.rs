@@ -119,6 +119,7 @@ use crate::machine::{Ctx, TimerKey};
 use crate::remote::{self, Env, Invocation, Routed};
 use crate::retry::{Attempts, Fault, RetryAttempt, RetryPolicy};
 use crate::time::Timestamp;
+use crate::tracectx::TraceContext;
 use crate::workflow::BusinessInput;
 
 /// Failure codes of the extension machines (besides the shared `a2a.*` and `remote.*` codes).
@@ -299,6 +300,8 @@ struct Link {
     operation: &'static str,
     context_id: String,
     ids: IdGenerator,
+    /// The operation's own trace (from its seed): every exchange is a span of it.
+    trace: TraceContext,
     next_op: u64,
     ops: BTreeMap<OpId, ResponseDecoder>,
     now: Timestamp,
@@ -326,6 +329,7 @@ impl Link {
             operation,
             context_id,
             ids,
+            trace: TraceContext::new(config.seed, None, None),
             next_op: 0,
             ops: BTreeMap::new(),
             now: Timestamp::ZERO,
@@ -384,6 +388,7 @@ impl Link {
                 context_id: self.context_id.clone(),
                 remote_task_id: self.remote_task_id.clone(),
             },
+            trace: &self.trace,
         };
         let (request, decoder) = exchange::open(&self.agent, call, spec)
             .map_err(|e| ExtensionFailure::new(host::codes::INVALID_CONTENT, e.to_string()))?;
@@ -613,9 +618,12 @@ impl Authorization {
             decode_limits: config.decode_limits,
             events: EventSelection::None,
             retry: config.retry,
+            trace_parent: None,
+            trace_state: None,
         };
         let mut ctx = Ctx::new(
             IdGenerator::new(config.seed),
+            TraceContext::new(config.seed, None, None),
             String::new(),
             EventSelection::None,
         );

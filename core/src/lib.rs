@@ -137,6 +137,7 @@ pub mod run;
 pub mod tasks;
 pub mod time;
 pub mod trace;
+pub mod tracectx;
 mod urlenc;
 pub mod workflow;
 

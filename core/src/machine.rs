@@ -9,7 +9,9 @@ use crate::a2a::ResponseDecoder;
 use crate::event::{Event, EventSelection, EventType};
 use crate::ids::{CallId, IdGenerator, OpId, StepId, TaskKey};
 use crate::io::{ApiMisuse, Correlation, OpPurpose, Output};
+use crate::run::ScheduledRetry;
 use crate::time::Timestamp;
+use crate::tracectx::TraceContext;
 
 /// Everything a machine can wait for. Ties at one instant fire in this enum's order, then by
 /// id, so timer expiry is deterministic.
@@ -58,6 +60,8 @@ pub(crate) struct OpEntry {
 pub(crate) struct Ctx {
     pub now: Timestamp,
     pub ids: IdGenerator,
+    /// The trace every request of this machine joins (`traceparent`, `tracestate`).
+    pub trace: TraceContext,
     pub execution_id: String,
     pub outputs: VecDeque<Output>,
     timers: BTreeSet<(Timestamp, TimerKey)>,
@@ -67,6 +71,8 @@ pub(crate) struct Ctx {
     pub calls: BTreeMap<CallId, CallOwner>,
     pub ops: BTreeMap<OpId, OpEntry>,
     events: EventSelection,
+    /// Every retry scheduled so far, in order (what a driver counts; never read by the run).
+    pub retries: Vec<ScheduledRetry>,
 }
 
 /// Emits an event if the run's [`EventSelection`] includes it, building the payload only then:
@@ -104,10 +110,16 @@ impl Ctx {
         Ok(())
     }
 
-    pub fn new(ids: IdGenerator, execution_id: String, events: EventSelection) -> Self {
+    pub fn new(
+        ids: IdGenerator,
+        trace: TraceContext,
+        execution_id: String,
+        events: EventSelection,
+    ) -> Self {
         Ctx {
             now: Timestamp::ZERO,
             ids,
+            trace,
             execution_id,
             outputs: VecDeque::new(),
             timers: BTreeSet::new(),
@@ -117,6 +129,7 @@ impl Ctx {
             calls: BTreeMap::new(),
             ops: BTreeMap::new(),
             events,
+            retries: Vec::new(),
         }
     }
 

@@ -59,6 +59,7 @@ use crate::ids::{CallId, OpId, TaskKey};
 use crate::io::{Correlation, Input, OpPurpose, Output, TransportError, TransportErrorKind};
 use crate::machine::{CallOwner, Ctx, OpEntry, TimerKey, emit};
 use crate::retry::{self, Attempts, FailedExchange, Fault, Recovery, RetryAttempt};
+use crate::run::ScheduledRetry;
 use crate::time::Timestamp;
 
 /// Where an invocation is.
@@ -443,6 +444,10 @@ impl Invocation {
             return false;
         };
         let delay_ms = u64::try_from(delay.as_millis()).unwrap_or(u64::MAX);
+        env.ctx.retries.push(ScheduledRetry {
+            agent: self.request.agent_name.clone(),
+            action,
+        });
         emit!(
             env.ctx,
             EventType::AgentRetry,
@@ -1539,6 +1544,7 @@ fn try_open_exchange(
         timeout,
         limits: env.config.decode_limits,
         correlation: correlation.clone(),
+        trace: &env.ctx.trace,
     };
     let (request, decoder) = exchange::open(agent, call, spec)
         .map_err(|e| Failure::new(codes::INVALID_CONTENT, e.to_string()))?;

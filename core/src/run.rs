@@ -42,7 +42,18 @@ use crate::machine::{CallOwner, Ctx, TimerKey, emit, object};
 use crate::remote::{self, Env, Invocation, Routed};
 use crate::result::{ExecutionResult, RunError, StepReport, StepStatus};
 use crate::time::Timestamp;
+use crate::tracectx::TraceContext;
 use crate::workflow::{ContextSources, EdgeTarget, StepType, ValidatedWorkflow};
+
+/// One retry a run scheduled after a fault (see [`crate::retry`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ScheduledRetry {
+    /// The agent the failed exchange addressed.
+    pub agent: String,
+    /// How the run recovers: `resend`, `list_tasks`, `resubscribe` (a reattach to the task's
+    /// stream) or `get_task`.
+    pub action: &'static str,
+}
 
 /// What the host starts a run with.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -219,12 +230,17 @@ impl Run {
             })
             .collect();
         let events = config.events.clone();
+        let trace = TraceContext::new(
+            config.seed,
+            config.trace_parent.as_ref(),
+            config.trace_state.as_deref(),
+        );
         let mut run = Run {
             workflow,
             agents,
             config,
             start,
-            ctx: Ctx::new(ids, execution_id, events),
+            ctx: Ctx::new(ids, trace, execution_id, events),
             steps,
             slots: BTreeMap::new(),
             ready: BTreeSet::new(),
@@ -241,6 +257,22 @@ impl Run {
     /// The execution id of this run.
     pub fn execution_id(&self) -> &str {
         &self.ctx.execution_id
+    }
+
+    /// The agents this run addresses (its cards as of its start).
+    pub fn agents(&self) -> &AgentDirectory {
+        &self.agents
+    }
+
+    /// Every retry the run scheduled so far, in order: a driver reads the ones past those it
+    /// already counted (for metrics); the run never reads them.
+    pub fn retries(&self) -> &[ScheduledRetry] {
+        &self.ctx.retries
+    }
+
+    /// The W3C trace id every request of this run carries (see [`crate::tracectx`]).
+    pub fn trace_id(&self) -> u128 {
+        self.ctx.trace.trace_id()
     }
 
     /// The next output, in causal order; `None` when nothing is queued right now.

@@ -48,6 +48,7 @@ use crate::host;
 use crate::ids::{IdGenerator, OpId};
 use crate::io::{ApiMisuse, Correlation, HttpRequest, Input, OpPurpose};
 use crate::time::Timestamp;
+use crate::tracectx::TraceContext;
 
 /// Stable codes of this module besides the shared `a2a.*`, `remote.*` and `workflow.*` ones.
 pub mod codes {
@@ -265,10 +266,18 @@ impl TaskOperation {
         let mut ids = IdGenerator::new(config.seed);
         let rpc_id = ids.next_uuid();
         let op = OpId(1);
+        let trace = TraceContext::new(config.seed, None, None);
         let streaming = matches!(command, TaskCommand::Subscribe { .. });
         let timeout = (!streaming).then_some(config.budget);
-        let (request, decoder) =
-            encode(entry, &command, &rpc_id, op, config.decode_limits, timeout)?;
+        let (request, decoder) = encode(
+            entry,
+            &command,
+            &rpc_id,
+            op,
+            config.decode_limits,
+            timeout,
+            &trace,
+        )?;
         let deadline = (!streaming).then(|| Timestamp::ZERO.saturating_add(config.budget));
         Ok(TaskOperation {
             command,
@@ -471,6 +480,7 @@ fn encode(
     op: OpId,
     limits: DecodeLimits,
     timeout: Option<Duration>,
+    trace: &TraceContext,
 ) -> Result<(HttpRequest, ResponseDecoder), TaskError> {
     let history = |h: Option<u32>| h.map(|h| i32::try_from(h).unwrap_or(i32::MAX));
     let (call, purpose) = match command {
@@ -505,6 +515,7 @@ fn encode(
             context_id: String::new(),
             remote_task_id: command.task_id().map(str::to_owned),
         },
+        trace,
     };
     exchange::open(entry, &call, spec).map_err(|e| {
         TaskError::new(

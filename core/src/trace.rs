@@ -94,6 +94,7 @@ use crate::result::ExecutionResult;
 use crate::retry::RetryPolicy;
 use crate::run::{Run, RunConfig, RunStart};
 use crate::time::Timestamp;
+use crate::tracectx::TraceParent;
 use crate::workflow::{ValidatedWorkflow, Workflow};
 
 /// The `format` value of every trace header.
@@ -139,6 +140,12 @@ pub struct TraceConfig {
     /// without any retry.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub retry: Option<TraceRetry>,
+    /// [`RunConfig::trace_parent`]; absent when the run started its own trace.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub trace_parent: Option<TraceParent>,
+    /// [`RunConfig::trace_state`]; absent when there was none.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub trace_state: Option<String>,
 }
 
 /// The serde mirror of [`RetryPolicy`]: delays in microseconds.
@@ -177,6 +184,8 @@ impl TraceConfig {
                 base_delay_us: micros(config.retry.base_delay),
                 max_delay_us: micros(config.retry.max_delay),
             }),
+            trace_parent: config.trace_parent,
+            trace_state: config.trace_state.clone(),
         }
     }
 
@@ -203,6 +212,8 @@ impl TraceConfig {
                 base_delay: Duration::from_micros(r.base_delay_us),
                 max_delay: Duration::from_micros(r.max_delay_us),
             }),
+            trace_parent: self.trace_parent,
+            trace_state: self.trace_state.clone(),
         }
     }
 }

@@ -149,6 +149,37 @@ class EchoExecutor(AgentExecutor):
         await TaskUpdater(event_queue, context.task_id, context.context_id).cancel()
 
 
+def received_traceparent(context: RequestContext) -> str:
+    """The W3C ``traceparent`` the request came with: an HTTP header on the JSON bindings,
+    request metadata on gRPC; ``'none'`` without one."""
+    call = context.call_context
+    state = call.state if call is not None else {}
+    headers = state.get('headers') or {}
+    for name, value in headers.items():
+        if name.lower() == 'traceparent':
+            return value
+    grpc_context = state.get('grpc_context')
+    if grpc_context is not None:
+        for name, value in grpc_context.invocation_metadata() or ():
+            if name.lower() == 'traceparent':
+                return value if isinstance(value, str) else value.decode()
+    return 'none'
+
+
+class TracerExecutor(AgentExecutor):
+    """Completes every task with artifact ``result`` = the ``traceparent`` it received."""
+
+    async def execute(self, context: RequestContext, event_queue: EventQueue) -> None:
+        updater = await start_task(context, event_queue)
+        await updater.add_artifact(
+            [text_part(received_traceparent(context))], name='result'
+        )
+        await updater.complete()
+
+    async def cancel(self, context: RequestContext, event_queue: EventQueue) -> None:
+        await TaskUpdater(event_queue, context.task_id, context.context_id).cancel()
+
+
 class ReplierExecutor(AgentExecutor):
     """Answers with its final status message only: ``complete(message)``, no artifact."""
 
@@ -428,6 +459,7 @@ def build_agents(slow_seconds: int) -> list[tuple[str, bool, str, AgentExecutor]
         ('replier', True, 'Answers with its final status message only', ReplierExecutor()),
         ('paced', True, 'Streams a two-chunk artifact slowly', StreamerExecutor(pause=0.3)),
         ('slow', True, f'Works for {slow_seconds} s unless cancelled', SlowExecutor(slow_seconds)),
+        ('tracer', False, 'Answers with the traceparent it received', TracerExecutor()),
     ]
 
 

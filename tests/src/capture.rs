@@ -89,3 +89,171 @@ impl tracing::Subscriber for Anchor {
 
     fn exit(&self, _: &tracing::span::Id) {}
 }
+
+/// One span as [`SpanLayer`] saw it: its name, its fields (recorded at creation and later, as
+/// text) and its parent's index in [`CapturedSpans::spans`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CapturedSpan {
+    /// The span's name.
+    pub name: String,
+    /// Every field with a value, by name (values as `Debug`/`Display` text).
+    pub fields: std::collections::BTreeMap<String, String>,
+    /// The parent span's index, when the parent was captured too.
+    pub parent: Option<usize>,
+    /// Whether the span was closed (every handle dropped).
+    pub closed: bool,
+}
+
+/// Everything a [`SpanLayer`] captured: spans in creation order and events' text.
+#[derive(Debug, Default, Clone)]
+pub struct CapturedSpans {
+    /// Spans in the order they were created.
+    pub spans: Vec<CapturedSpan>,
+    /// Each event as `message field=value ...`, in order.
+    pub events: Vec<String>,
+}
+
+impl CapturedSpans {
+    /// The spans named `name`, with their indices.
+    pub fn named<'a>(&'a self, name: &'a str) -> impl Iterator<Item = (usize, &'a CapturedSpan)> {
+        self.spans
+            .iter()
+            .enumerate()
+            .filter(move |(_, s)| s.name == name)
+    }
+
+    /// Every span name, field name, field value and event as one text, to search for leaks.
+    pub fn all_text(&self) -> String {
+        let mut text = String::new();
+        for s in &self.spans {
+            text.push_str(&s.name);
+            for (k, v) in &s.fields {
+                text.push_str(&format!(" {k}={v}"));
+            }
+            text.push('\n');
+        }
+        for e in &self.events {
+            text.push_str(e);
+            text.push('\n');
+        }
+        text
+    }
+}
+
+/// A `tracing` layer that records spans (names, fields, parent links) and events into a shared
+/// [`CapturedSpans`]; see [`capture_spans`].
+#[derive(Clone, Default)]
+pub struct SpanLayer {
+    captured: Arc<Mutex<CapturedSpans>>,
+}
+
+/// The index of a span in [`CapturedSpans::spans`], kept in the span's extensions.
+struct SpanIndex(usize);
+
+/// Collects fields as text.
+struct FieldText<'a>(&'a mut std::collections::BTreeMap<String, String>);
+
+impl tracing::field::Visit for FieldText<'_> {
+    fn record_str(&mut self, field: &tracing::field::Field, value: &str) {
+        self.0.insert(field.name().to_owned(), value.to_owned());
+    }
+
+    fn record_debug(&mut self, field: &tracing::field::Field, value: &dyn std::fmt::Debug) {
+        self.0.insert(field.name().to_owned(), format!("{value:?}"));
+    }
+}
+
+impl SpanLayer {
+    /// What was captured so far.
+    pub fn captured(&self) -> CapturedSpans {
+        self.captured
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .clone()
+    }
+
+    fn with<T>(&self, f: impl FnOnce(&mut CapturedSpans) -> T) -> T {
+        f(&mut self
+            .captured
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner))
+    }
+}
+
+impl<S> tracing_subscriber::Layer<S> for SpanLayer
+where
+    S: tracing::Subscriber + for<'a> tracing_subscriber::registry::LookupSpan<'a>,
+{
+    fn on_new_span(
+        &self,
+        attrs: &tracing::span::Attributes<'_>,
+        id: &tracing::span::Id,
+        ctx: tracing_subscriber::layer::Context<'_, S>,
+    ) {
+        let mut fields = std::collections::BTreeMap::new();
+        attrs.record(&mut FieldText(&mut fields));
+        let parent = ctx
+            .span_scope(id)
+            .and_then(|mut scope| scope.nth(1))
+            .and_then(|p| p.extensions().get::<SpanIndex>().map(|i| i.0));
+        let index = self.with(|c| {
+            c.spans.push(CapturedSpan {
+                name: attrs.metadata().name().to_owned(),
+                fields,
+                parent,
+                closed: false,
+            });
+            c.spans.len() - 1
+        });
+        if let Some(span) = ctx.span(id) {
+            span.extensions_mut().insert(SpanIndex(index));
+        }
+    }
+
+    fn on_record(
+        &self,
+        id: &tracing::span::Id,
+        values: &tracing::span::Record<'_>,
+        ctx: tracing_subscriber::layer::Context<'_, S>,
+    ) {
+        let Some(index) = ctx
+            .span(id)
+            .and_then(|s| s.extensions().get::<SpanIndex>().map(|i| i.0))
+        else {
+            return;
+        };
+        self.with(|c| values.record(&mut FieldText(&mut c.spans[index].fields)));
+    }
+
+    fn on_event(&self, event: &tracing::Event<'_>, _: tracing_subscriber::layer::Context<'_, S>) {
+        let mut fields = std::collections::BTreeMap::new();
+        event.record(&mut FieldText(&mut fields));
+        let text = fields
+            .iter()
+            .map(|(k, v)| format!("{k}={v}"))
+            .collect::<Vec<_>>()
+            .join(" ");
+        self.with(|c| c.events.push(text));
+    }
+
+    fn on_close(&self, id: tracing::span::Id, ctx: tracing_subscriber::layer::Context<'_, S>) {
+        if let Some(index) = ctx
+            .span(&id)
+            .and_then(|s| s.extensions().get::<SpanIndex>().map(|i| i.0))
+        {
+            self.with(|c| c.spans[index].closed = true);
+        }
+    }
+}
+
+/// Runs `f` with a subscriber that captures every span and event of every level (see
+/// [`SpanLayer`]) as this thread's default, and returns `f`'s value and what was captured.
+/// Tasks the adapters spawn inherit it (they spawn with the current subscriber).
+pub fn capture_spans<T>(f: impl FnOnce() -> T) -> (T, CapturedSpans) {
+    use tracing_subscriber::layer::SubscriberExt;
+    keep_call_sites_interesting();
+    let layer = SpanLayer::default();
+    let subscriber = tracing_subscriber::registry().with(layer.clone());
+    let out = tracing::subscriber::with_default(subscriber, f);
+    (out, layer.captured())
+}

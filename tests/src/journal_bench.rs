@@ -52,13 +52,15 @@ fn agent(latency: Duration) -> ScriptedAgent {
     ScriptedAgent::new("agent").by_default(plan)
 }
 
-/// A store to journal into: a name for the table and how to open a fresh one for run `n`
-/// under a scratch directory.
+/// Opens an empty store for the `n`-th run under a scratch directory.
+pub type OpenStore = Box<dyn Fn(&std::path::Path, usize) -> Arc<dyn JournalStore>>;
+
+/// A store to journal into: a name for the table and how to open a fresh one.
 pub struct StoreKind {
     /// The table's label.
     pub label: String,
     /// Opens an empty store for the `n`-th run.
-    pub open: Box<dyn Fn(&std::path::Path, usize) -> Arc<dyn JournalStore>>,
+    pub open: OpenStore,
 }
 
 fn sqlite(durability: Durability) -> StoreKind {

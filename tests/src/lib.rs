@@ -17,6 +17,7 @@ pub mod golden;
 pub mod host;
 pub mod journal_bench;
 pub mod loopback;
+pub mod metrics_capture;
 pub mod pg;
 pub mod random_scenario;
 pub mod runtime;

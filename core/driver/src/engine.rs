@@ -17,7 +17,8 @@ use a2at_core::host::{
     TaskExecutionResult, TaskRequest, TaskStatus, codes,
 };
 use a2at_core::result::ExecutionResult;
-use a2at_core::run::{Run, RunConfig, RunStart};
+use a2at_core::run::{ConfigError, Run, RunConfig, RunStart};
+use a2at_core::tracectx::{TraceContextError, TraceParent};
 use a2at_core::workflow::ValidatedWorkflow;
 use futures::FutureExt;
 use futures::channel::{mpsc, oneshot};
@@ -657,6 +658,7 @@ impl<R: Runtime> Engine<R> {
             config_edits: Vec::new(),
             map_events: None,
             journal: None,
+            trace_parent_error: None,
         }
     }
 
@@ -807,6 +809,9 @@ pub struct RunBuilder<R, C> {
     config_edits: Vec<ConfigEdit>,
     map_events: Option<EventHook>,
     journal: Option<Arc<dyn JournalStore>>,
+    /// A `traceparent` given to [`RunBuilder::traceparent`] that did not parse: the run is
+    /// refused with it when spawned.
+    trace_parent_error: Option<TraceContextError>,
 }
 
 impl<R, C> std::fmt::Debug for RunBuilder<R, C> {
@@ -860,6 +865,34 @@ impl<R: Runtime, C: ControlPoint + 'static> RunBuilder<R, C> {
     /// Fixes this run's id seed (overrides [`EngineConfig::seed`]).
     pub fn seed(mut self, seed: u64) -> Self {
         self.seed = Some(seed);
+        self
+    }
+
+    /// Joins the host's distributed trace: `value` is a W3C `traceparent`
+    /// (`00-<32 hex trace id>-<16 hex span id>-<2 hex flags>`), typically the host's current
+    /// span. Every request of the run then carries a `traceparent` of that trace (each exchange
+    /// its own span id) instead of a trace of the run's own. A malformed value refuses the run
+    /// at once with `config.invalid` naming `trace_parent` (the message says what is wrong,
+    /// never repeats the value); see [`a2at_core::tracectx`].
+    pub fn traceparent(mut self, value: &str) -> Self {
+        match TraceParent::parse(value) {
+            Ok(parent) => {
+                self.trace_parent_error = None;
+                self.config_edits
+                    .push(Box::new(move |config| config.trace_parent = Some(parent)));
+            }
+            Err(e) => self.trace_parent_error = Some(e),
+        }
+        self
+    }
+
+    /// A W3C `tracestate` sent unchanged with every request of the run (usually the host's,
+    /// next to [`RunBuilder::traceparent`]). It must be 1 to 512 printable ASCII characters,
+    /// else the run is refused with `config.invalid` naming `trace_state`.
+    pub fn tracestate(mut self, value: &str) -> Self {
+        let value = value.to_owned();
+        self.config_edits
+            .push(Box::new(move |config| config.trace_state = Some(value)));
         self
     }
 
@@ -943,7 +976,11 @@ impl<R: Runtime, C: ControlPoint + 'static> RunBuilder<R, C> {
             edit(&mut config);
         }
         // Settings are checked at the door: a bad one refuses the run before anything runs.
-        if let Err(e) = config.validate() {
+        let checked = match self.trace_parent_error {
+            Some(e) => Err(ConfigError::from(e)),
+            None => config.validate(),
+        };
+        if let Err(e) = checked {
             let execution_id = a2at_core::IdGenerator::new(seed).next_uuid();
             tracing::warn!(%execution_id, error = %e, "run refused: unusable setting");
             return refused(
@@ -1028,12 +1065,24 @@ impl<R: Runtime, C: ControlPoint + 'static> RunBuilder<R, C> {
             on_conversation_closed: self.engine.inner.on_conversation_closed.clone(),
             journal,
         };
-        let span = tracing::info_span!("a2at_run", %execution_id, seed);
+        // The run's span (see `crate::telemetry`): a child of the host's current span.
+        let span = tracing::info_span!(
+            "a2at_run",
+            %execution_id,
+            seed,
+            "a2a.execution.id" = %execution_id,
+            "trace_id" = %crate::telemetry::trace_id_hex(run.trace_id()),
+            "a2a.run.outcome" = tracing::field::Empty,
+            "error.type" = tracing::field::Empty,
+            "otel.status_code" = tracing::field::Empty,
+        );
+        let run_span = span.clone();
         R::spawn(
             async move {
                 let result = driver
                     .drive(run, Cancel::either(cancel_rx, Some(close_rx)))
                     .await;
+                crate::telemetry::record_outcome(&run_span, &result);
                 let _ = result_tx.send(result);
             }
             .instrument(span),
@@ -1059,6 +1108,7 @@ impl<R: Runtime, C: ControlPoint + 'static> RunBuilder<R, C> {
 
 /// The handle of a run refused at the door: nothing ran, no event, the result is `error`.
 fn refused(execution_id: String, seed: u64, error: a2at_core::result::RunError) -> RunHandle {
+    crate::metrics::run_refused();
     let (cancel_tx, _) = oneshot::channel();
     let (result_tx, result_rx) = oneshot::channel();
     let (_, events_rx) = mpsc::channel(1);

@@ -797,6 +797,7 @@ impl Shared {
                 let _ = queue.unbounded_send(Item::Message(message));
             }
             Told::Reattached(r) => {
+                crate::metrics::reattach();
                 self.live().reattachments += 1;
                 let _ = queue.unbounded_send(Item::Reattached(r));
             }
@@ -1035,9 +1036,12 @@ pub(crate) async fn drive<R: Runtime, M: Machine>(
             match step {
                 MachineStep::Transmit(req) => {
                     let op = req.op;
+                    // Opened here, under the span current where the operation runs (the
+                    // host's, when it instrumented the call), not in the spawned task.
+                    let span = crate::telemetry::exchange_span(&req, None);
                     let transport = transport.clone();
                     let tx = tx.clone();
-                    let task = async move { transport.exchange(req, tx).await };
+                    let task = async move { transport.exchange_in(req, tx, span, None).await };
                     ops.insert(op, spawn_abortable::<R>(task));
                 }
                 MachineStep::Abort(op) => {

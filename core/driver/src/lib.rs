@@ -93,6 +93,14 @@
 //! `sqlite` feature adds `SqliteJournal`, one SQLite file; the `postgres` feature adds
 //! `PostgresJournal`, runs shared by several engine processes through leases. See [`journal`].
 //!
+//! ## Observability
+//!
+//! Every request carries a W3C `traceparent` of the run's trace (join the host's with
+//! [`RunBuilder::traceparent`]); the driver opens `tracing` spans for the run, its steps and
+//! subtasks and every exchange ([`telemetry`] lists names and attributes) and counts runs,
+//! subtasks, latencies, retries, reattaches, negotiation rounds and dropped events through the
+//! `metrics` facade ([`metrics`] lists the names). Neither holds a secret.
+//!
 //! ## Reproducing a run
 //!
 //! Each run's id seed comes from the OS unless [`EngineConfig::seed`] fixes it; it is logged
@@ -129,10 +137,12 @@ mod journal_postgres;
 #[cfg(feature = "sqlite")]
 mod journal_sqlite;
 mod lifecycle;
+pub mod metrics;
 mod proxy;
 mod run_loop;
 mod runtime;
 mod tasks;
+pub mod telemetry;
 mod tls;
 mod transport;
 #[cfg(test)]

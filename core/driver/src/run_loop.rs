@@ -26,9 +26,11 @@ use crate::events::{ConversationClosed, ConversationHook, EventHook, EventSink, 
 use crate::journal::{Journaling, Resumed};
 use crate::lifecycle::RunTicket;
 use crate::runtime::{BoxFuture, Runtime, elapsed};
+use crate::telemetry::RunSpans;
 use crate::transport::Transport;
 use a2at_core::io::OpPurpose;
 use std::sync::atomic::Ordering;
+use tracing::Instrument;
 
 /// Completions waiting for the driver; exchange tasks wait when it is full.
 const COMPLETION_QUEUE: usize = 1024;
@@ -274,6 +276,10 @@ impl<R: Runtime, C: ControlPoint + 'static> Driver<R, C> {
         let mut closed_contexts: BTreeSet<String> = BTreeSet::new();
         let mut tasks_seen = tasks_seen;
         let mut outputs: Vec<Output> = Vec::new();
+        // The run's step and subtask spans (children of the run's span, which is current).
+        let mut spans = RunSpans::starting_at(tasks_seen);
+        // Retries scheduled before a restart were counted by the process that ran them.
+        let mut retries_seen = run.retries().len();
         loop {
             outputs.extend(std::iter::from_fn(|| run.poll_output()));
             // Write-ahead: what this turn fed the core is durable before any of its outputs
@@ -291,10 +297,16 @@ impl<R: Runtime, C: ControlPoint + 'static> Driver<R, C> {
                 }
             }
             for (call, request) in reask.take().into_iter().flatten() {
+                let span = spans.for_host_call(&request);
                 let task = call_host(self.control_point.clone(), call, request, tx.clone());
-                calls.insert(call, spawn_abortable::<R>(task));
+                calls.insert(call, spawn_abortable::<R>(in_span(task, span)));
             }
             self.close_conversations(&run, &mut tasks_seen, &mut closed_contexts);
+            spans.close_finished(&run);
+            for r in run.retries().get(retries_seen..).unwrap_or_default() {
+                crate::metrics::retry(&r.agent, r.action);
+            }
+            retries_seen = run.retries().len();
             for output in outputs.drain(..) {
                 Recorder::write(&mut self.recorder, |w| w.output(&output));
                 match output {
@@ -305,9 +317,12 @@ impl<R: Runtime, C: ControlPoint + 'static> Driver<R, C> {
                             }
                         }
                         let op = req.op;
+                        let binding = run.agents().get(&req.agent).map(|a| a.endpoint.binding);
+                        let span = spans.exchange(&req, binding);
                         let transport = self.transport.clone();
                         let tx = tx.clone();
-                        let task = async move { transport.exchange(req, tx).await };
+                        let task =
+                            async move { transport.exchange_in(req, tx, span, binding).await };
                         ops.insert(op, spawn_abortable::<R>(task));
                     }
                     Output::AbortTransmit { op } => {
@@ -316,8 +331,12 @@ impl<R: Runtime, C: ControlPoint + 'static> Driver<R, C> {
                         }
                     }
                     Output::CallHost { call, request } => {
+                        if matches!(request, HostRequest::Negotiation(_)) {
+                            crate::metrics::negotiation_round();
+                        }
+                        let span = spans.for_host_call(&request);
                         let task = call_host(self.control_point.clone(), call, request, tx.clone());
-                        calls.insert(call, spawn_abortable::<R>(task));
+                        calls.insert(call, spawn_abortable::<R>(in_span(task, span)));
                     }
                     Output::AbandonHostCall { call } => {
                         if let Some(h) = calls.remove(&call) {
@@ -336,6 +355,8 @@ impl<R: Runtime, C: ControlPoint + 'static> Driver<R, C> {
                         }
                     }
                     Output::Finished(result) => {
+                        spans.close_finished(&run);
+                        drop(spans);
                         Recorder::flush(&mut self.recorder);
                         ops.values()
                             .chain(calls.values())
@@ -487,12 +508,20 @@ impl<R: Runtime, C: ControlPoint + 'static> Driver<R, C> {
     /// full this waits for the consumer (backpressure); once the consumer dropped the stream,
     /// events go to the sink only.
     async fn deliver(&mut self, envelope: &EventEnvelope) {
+        // Whether a consumer besides the stream has the event: a sink that took it, or
+        // `on_finish`, which gets the whole list. An event none of them gets is dropped.
+        let mut taken = self.on_finish.is_some();
         if let Some(sink) = &self.sink {
             if std::panic::catch_unwind(AssertUnwindSafe(|| sink(envelope))).is_err() {
                 tracing::warn!(event = envelope.type_str(), "event sink panicked; ignored");
+            } else {
+                taken = true;
             }
         }
         if !self.events_open {
+            if !taken {
+                crate::metrics::event_dropped();
+            }
             return;
         }
         let sent = match &self.ticket {
@@ -515,6 +544,9 @@ impl<R: Runtime, C: ControlPoint + 'static> Driver<R, C> {
             None => self.events_tx.send(envelope.clone()).await.is_ok(),
         };
         if !sent {
+            if !taken {
+                crate::metrics::event_dropped();
+            }
             self.events_open = false;
         }
     }
@@ -545,10 +577,19 @@ impl<R: Runtime, C: ControlPoint + 'static> Driver<R, C> {
                 tracing::info!(target: "a2at::protocol", "{line}");
             }
         }
+        crate::metrics::run_finished(&result);
         let close = stamp_event(Event::new(EventType::Close, serde_json::json!({})));
         self.deliver(&close).await;
         result
     }
+}
+
+/// `task` inside `span` when there is one; the host's own spans then nest under the subtask.
+fn in_span(
+    task: impl std::future::Future<Output = ()> + Send + 'static,
+    span: Option<tracing::Span>,
+) -> impl std::future::Future<Output = ()> + Send + 'static {
+    task.instrument(span.unwrap_or_else(tracing::Span::current))
 }
 
 /// Spawns `task` on the runtime; aborting the handle drops it (and its connection).

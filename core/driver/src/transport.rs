@@ -14,6 +14,9 @@ use http_body_util::BodyExt;
 use crate::auth::Authenticator;
 use crate::http::{HttpClient, build_request, describe, header_pairs, header_text, http_method};
 use crate::runtime::Runtime;
+use crate::telemetry;
+use a2at_core::a2a::Binding;
+use tracing::{Instrument, Span};
 
 /// Produces extra request headers (authentication) for one exchange, or a message saying why it
 /// cannot; a failure is reported to the core as a [`TransportErrorKind::Auth`] failure.
@@ -90,15 +93,56 @@ pub(crate) struct Transport<R> {
 }
 
 impl<R: Runtime> Transport<R> {
-    /// Carries out one exchange, feeding head, body frames, trailers (when the response has
-    /// any) and end (or a failure) to `tx`. HTTP/2 when the request asks for it (gRPC).
-    pub(crate) async fn exchange(&self, req: HttpRequest, mut tx: mpsc::Sender<Input>) {
+    /// Carries out one exchange in its own span (a child of the current span), feeding head,
+    /// body frames, trailers (when the response has any) and end (or a failure) to `tx`.
+    /// HTTP/2 when the request asks for it (gRPC). The engine's loops open the span
+    /// themselves ([`Transport::exchange_in`]); the transport's own tests use this.
+    #[cfg(test)]
+    pub(crate) async fn exchange(&self, req: HttpRequest, tx: mpsc::Sender<Input>) {
+        let span = telemetry::exchange_span(&req, None);
+        self.exchange_in(req, tx, span, None).await;
+    }
+
+    /// [`Transport::exchange`] in `span` (from [`telemetry`]), which it completes with the
+    /// response status or the failure. `binding` (the agent's, when the caller knows it)
+    /// labels the request's latency.
+    pub(crate) async fn exchange_in(
+        &self,
+        req: HttpRequest,
+        tx: mpsc::Sender<Input>,
+        span: Span,
+        binding: Option<Binding>,
+    ) {
+        self.exchange_inner(req, tx, &span, binding)
+            .instrument(span.clone())
+            .await;
+    }
+
+    async fn exchange_inner(
+        &self,
+        req: HttpRequest,
+        mut tx: mpsc::Sender<Input>,
+        span: &Span,
+        binding: Option<Binding>,
+    ) {
         let op = req.op;
-        let fail = |kind: TransportErrorKind, message: String| Input::TransportFailed {
-            op,
-            error: TransportError { kind, message },
+        let fail = |kind: TransportErrorKind, message: String| {
+            telemetry::record_failure(span, kind);
+            Input::TransportFailed {
+                op,
+                error: TransportError { kind, message },
+            }
         };
         let _permits = self.limits.acquire(&req.agent).await;
+        // Latency counts from here (queueing behind the limits excluded) to the end of the
+        // response or the failure, whichever way this function returns.
+        let _latency = Latency::<R> {
+            agent: req.agent.clone(),
+            binding,
+            method: telemetry::a2a_method(req.purpose, req.streaming),
+            start: R::now(),
+            runtime: std::marker::PhantomData,
+        };
         let mut req = req;
         // Built-in credentials (AU-4..AU-8) and the host's hook (AU-1) both apply; a conflicting
         // header, a failing hook or missing required credentials block the send (AU-2, AU-3,
@@ -185,6 +229,7 @@ impl<R: Runtime> Transport<R> {
             tracing::debug!(target: "a2at::protocol", "{}", protolog::format_response_head(&ctx, parts.status.as_u16(), &headers, &self.log));
             BodyLog::new(ctx, content_type.clone(), self.log)
         });
+        telemetry::record_status(span, parts.status.as_u16());
         let head = Input::ResponseHead {
             op,
             status: parts.status.as_u16(),
@@ -236,6 +281,27 @@ impl<R: Runtime> Transport<R> {
                 return;
             }
         }
+    }
+}
+
+/// Records a request's latency when dropped: at every return of an exchange, and when the
+/// exchange is aborted (the time until the engine gave up on it).
+struct Latency<R: Runtime> {
+    agent: String,
+    binding: Option<Binding>,
+    method: &'static str,
+    start: std::time::Instant,
+    runtime: std::marker::PhantomData<fn() -> R>,
+}
+
+impl<R: Runtime> Drop for Latency<R> {
+    fn drop(&mut self) {
+        crate::metrics::request_duration(
+            &self.agent,
+            self.binding,
+            self.method,
+            crate::runtime::elapsed::<R>(self.start),
+        );
     }
 }
 

@@ -142,6 +142,53 @@ pub fn a_blocking_agent_completes_on_every_binding<T: TestRuntime>() {
     });
 }
 
+/// The `traceparent` a Python `a2a-sdk` agent received (the `tracer` agent answers with it)
+/// joins the host's trace on every binding: the host's trace id, a span id of its own, the same
+/// on both ends of the wire.
+pub fn a_python_agent_receives_a_traceparent_of_the_run_on_every_binding<T: TestRuntime>() {
+    const HOST: &str = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01";
+    let host_parent = a2at_core::tracectx::TraceParent::parse(HOST).unwrap();
+    T::block_on(async {
+        let mut seen = std::collections::BTreeSet::new();
+        for binding in BINDINGS {
+            for parent in [None, Some(HOST)] {
+                // The engine outlives the run (dropping the last handle closes it).
+                let engine = engine::<T>(binding);
+                let mut run = engine
+                    .run(one_step("tracer", "trace me"), Arc::new(host()))
+                    .seed(7);
+                if let Some(p) = parent {
+                    run = run.traceparent(p);
+                }
+                let r = run.execute().await;
+                assert!(r.success, "{binding:?}: {:?}", r.history);
+                let received = r.step_outputs["s"]["trace me"][0]
+                    .as_str()
+                    .expect("the agent answers with text")
+                    .to_owned();
+                let got = a2at_core::tracectx::TraceParent::parse(&received)
+                    .unwrap_or_else(|e| panic!("{binding:?}: {received:?}: {e}"));
+                // Seed 7 fixes the run's own trace id and the send's span id.
+                let own = a2at_core::tracectx::TraceContext::new(7, None, None);
+                let want_trace = parent.map_or(own.trace_id(), |_| host_parent.trace_id());
+                assert_eq!(got.trace_id(), want_trace, "{binding:?} {parent:?}");
+                assert_eq!(
+                    got.parent_id(),
+                    own.span_id(a2at_core::OpId(1)),
+                    "{binding:?}"
+                );
+                assert_eq!(got.flags(), 1);
+                seen.insert(received);
+            }
+        }
+        assert_eq!(
+            seen.len(),
+            2,
+            "same seed, same header on every binding: {seen:?}"
+        );
+    });
+}
+
 pub fn a_streaming_agent_delivers_assembled_artifact_chunks_on_every_binding<T: TestRuntime>() {
     T::block_on(async {
         for binding in BINDINGS {

@@ -15,10 +15,12 @@ pub mod http_runs;
 pub mod interop;
 pub mod journal;
 pub mod lifecycle;
+pub mod metrics;
 pub mod protocol_log;
 pub mod proxy;
 pub mod security;
 pub mod tasks;
+pub mod telemetry;
 
 /// One `#[test]` per listed suite function, each calling it on `$rt`.
 #[doc(hidden)]
@@ -115,6 +117,8 @@ macro_rules! interop_suite {
             [
                 #[ignore = "needs the Python interop peers: run tests/run"]
                 a_blocking_agent_completes_on_every_binding,
+                #[ignore = "needs the Python interop peers: run tests/run"]
+                a_python_agent_receives_a_traceparent_of_the_run_on_every_binding,
                 #[ignore = "needs the Python interop peers: run tests/run"]
                 a_streaming_agent_delivers_assembled_artifact_chunks_on_every_binding,
                 #[ignore = "needs the Python interop peers: run tests/run"]
@@ -342,6 +346,40 @@ macro_rules! journal_suite {
                 a_killed_engine_process_resumes_to_the_same_result,
                 time_spent_down_counts_against_the_task_budget,
             ]
+        );
+    };
+}
+
+/// Instantiates the telemetry suite (the span tree of a run, the W3C traceparent the agents
+/// receive, a host parent, no secret in any span) on a
+/// [`TestRuntime`](crate::runtime::TestRuntime).
+#[macro_export]
+macro_rules! telemetry_suite {
+    ($rt:ty) => {
+        $crate::__suite_tests!(
+            $rt,
+            telemetry,
+            [
+                a_two_step_run_gives_a_span_tree_down_to_each_exchange,
+                a_host_traceparent_joins_the_run_to_the_host_trace,
+                a_malformed_host_traceparent_refuses_the_run_naming_it,
+                a_failed_attempt_is_its_own_exchange_span_marked_as_an_error,
+                planted_secrets_never_reach_spans_or_events,
+            ]
+        );
+    };
+}
+
+/// Instantiates the metrics suite (what a run counts through the `metrics` facade) on a
+/// [`TestRuntime`](crate::runtime::TestRuntime). It installs a process-global recorder: give it
+/// a test binary of its own.
+#[macro_export]
+macro_rules! metrics_suite {
+    ($rt:ty) => {
+        $crate::__suite_tests!(
+            $rt,
+            metrics,
+            [a_run_counts_runs_subtasks_requests_retries_reattaches_and_rounds,]
         );
     };
 }
