@@ -20,8 +20,16 @@
 //! [`crate::telemetry::A2A_METHOD`]). No label holds a secret, an id or free text, so their
 //! number stays bounded by the cards.
 
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
+use ::metrics::{
+    Counter, CounterFn, Gauge, Histogram, HistogramFn, Key, KeyName, Metadata, Recorder,
+    SharedString, Unit,
+};
 use a2at_core::a2a::Binding;
 use a2at_core::host::TaskStatus;
 
@@ -152,4 +160,212 @@ pub(crate) fn negotiation_round() {
 /// A run event the stream did not take.
 pub(crate) fn event_dropped() {
     ::metrics::counter!(EVENTS_DROPPED_TOTAL).increment(1);
+}
+
+/// One counter's value.
+#[derive(Default)]
+struct CounterCell(AtomicU64);
+
+impl CounterFn for CounterCell {
+    fn increment(&self, value: u64) {
+        self.0.fetch_add(value, Ordering::Relaxed);
+    }
+
+    fn absolute(&self, value: u64) {
+        self.0.fetch_max(value, Ordering::Relaxed);
+    }
+}
+
+/// One histogram's recorded values.
+#[derive(Default)]
+struct HistogramCell(Mutex<Vec<f64>>);
+
+impl HistogramFn for HistogramCell {
+    fn record(&self, value: f64) {
+        self.0
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .push(value);
+    }
+}
+
+/// A recorder that keeps every counter and histogram value in this process's memory, for a
+/// summary at the end of a command-line run or for tests; a service exports to its monitoring
+/// instead. Keys read `name{label=value,...}` with the labels sorted by name. Clones share the
+/// same values. Gauges are not kept (the engine records none).
+#[derive(Default, Clone)]
+pub struct InMemoryMetrics {
+    counters: Arc<Mutex<BTreeMap<String, Arc<CounterCell>>>>,
+    histograms: Arc<Mutex<BTreeMap<String, Arc<HistogramCell>>>>,
+}
+
+impl std::fmt::Debug for InMemoryMetrics {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("InMemoryMetrics")
+            .field("counters", &self.counters())
+            .finish_non_exhaustive()
+    }
+}
+
+/// `name{k=v,...}` with the labels sorted, or `name` without labels.
+fn key_text(key: &Key) -> String {
+    let mut labels: Vec<(&str, &str)> = key.labels().map(|l| (l.key(), l.value())).collect();
+    labels.sort_unstable();
+    let mut text = key.name().to_owned();
+    if !labels.is_empty() {
+        text.push('{');
+        for (i, (k, v)) in labels.iter().enumerate() {
+            if i > 0 {
+                text.push(',');
+            }
+            let _ = write!(text, "{k}={v}");
+        }
+        text.push('}');
+    }
+    text
+}
+
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+impl InMemoryMetrics {
+    /// An empty recorder, not installed anywhere.
+    pub fn new() -> InMemoryMetrics {
+        InMemoryMetrics::default()
+    }
+
+    /// Installs a new recorder as the process's global one (the `metrics` facade has one per
+    /// process); `None` when another recorder was installed first.
+    pub fn install_global() -> Option<InMemoryMetrics> {
+        let recorder = InMemoryMetrics::new();
+        ::metrics::set_global_recorder(recorder.clone()).ok()?;
+        Some(recorder)
+    }
+
+    /// The value of counter `key` (`name{label=value,...}`, labels sorted); 0 when never
+    /// counted.
+    pub fn counter(&self, key: &str) -> u64 {
+        lock(&self.counters)
+            .get(key)
+            .map_or(0, |c| c.0.load(Ordering::Relaxed))
+    }
+
+    /// Every counter with its value.
+    pub fn counters(&self) -> BTreeMap<String, u64> {
+        lock(&self.counters)
+            .iter()
+            .map(|(k, c)| (k.clone(), c.0.load(Ordering::Relaxed)))
+            .collect()
+    }
+
+    /// The values recorded in histogram `key`, in recording order.
+    pub fn histogram(&self, key: &str) -> Vec<f64> {
+        lock(&self.histograms)
+            .get(key)
+            .map(|h| lock(&h.0).clone())
+            .unwrap_or_default()
+    }
+
+    /// Every histogram key.
+    pub fn histogram_keys(&self) -> Vec<String> {
+        lock(&self.histograms).keys().cloned().collect()
+    }
+
+    /// A plain-text table of every counter, then every histogram of seconds as count, median
+    /// and maximum in milliseconds; empty when nothing was recorded.
+    pub fn summary(&self) -> String {
+        let mut out = String::new();
+        for (key, value) in self.counters() {
+            let _ = writeln!(out, "{key} {value}");
+        }
+        for key in self.histogram_keys() {
+            let mut values = self.histogram(&key);
+            if values.is_empty() {
+                continue;
+            }
+            values.sort_by(f64::total_cmp);
+            let median = values[values.len() / 2] * 1e3;
+            let max = values[values.len() - 1] * 1e3;
+            let _ = writeln!(
+                out,
+                "{key} count={} median={median:.1}ms max={max:.1}ms",
+                values.len()
+            );
+        }
+        out
+    }
+}
+
+impl Recorder for InMemoryMetrics {
+    fn describe_counter(&self, _: KeyName, _: Option<Unit>, _: SharedString) {}
+
+    fn describe_gauge(&self, _: KeyName, _: Option<Unit>, _: SharedString) {}
+
+    fn describe_histogram(&self, _: KeyName, _: Option<Unit>, _: SharedString) {}
+
+    fn register_counter(&self, key: &Key, _: &Metadata<'_>) -> Counter {
+        let cell = lock(&self.counters)
+            .entry(key_text(key))
+            .or_default()
+            .clone();
+        Counter::from_arc(cell)
+    }
+
+    fn register_gauge(&self, _: &Key, _: &Metadata<'_>) -> Gauge {
+        Gauge::noop()
+    }
+
+    fn register_histogram(&self, key: &Key, _: &Metadata<'_>) -> Histogram {
+        let cell = lock(&self.histograms)
+            .entry(key_text(key))
+            .or_default()
+            .clone();
+        Histogram::from_arc(cell)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn keeps_counters_and_histograms_by_sorted_labels_and_summarises_them() {
+        let recorder = InMemoryMetrics::new();
+        ::metrics::with_local_recorder(&recorder, || {
+            subtask_finished("beta", TaskStatus::Success);
+            subtask_finished("beta", TaskStatus::Success);
+            subtask_finished("alpha", TaskStatus::Failed);
+            for ms in [30, 10, 20] {
+                request_duration(
+                    "alpha",
+                    Some(Binding::JsonRpc),
+                    "SendMessage",
+                    Duration::from_millis(ms),
+                );
+            }
+        });
+        assert_eq!(
+            recorder.counter("a2at_subtasks_total{agent=beta,outcome=success}"),
+            2
+        );
+        assert_eq!(
+            recorder.counter("a2at_subtasks_total{agent=alpha,outcome=failed}"),
+            1
+        );
+        assert_eq!(
+            recorder.counter("a2at_subtasks_total{agent=gamma,outcome=failed}"),
+            0
+        );
+        let key = "a2at_request_duration_seconds{agent=alpha,binding=JSONRPC,method=SendMessage}";
+        assert_eq!(recorder.histogram(key), vec![0.03, 0.01, 0.02]);
+        assert_eq!(
+            recorder.summary(),
+            "a2at_subtasks_total{agent=alpha,outcome=failed} 1\n\
+             a2at_subtasks_total{agent=beta,outcome=success} 2\n\
+             a2at_request_duration_seconds{agent=alpha,binding=JSONRPC,method=SendMessage} \
+             count=3 median=20.0ms max=30.0ms\n"
+        );
+        assert_eq!(InMemoryMetrics::new().summary(), "");
+    }
 }

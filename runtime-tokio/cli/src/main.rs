@@ -144,6 +144,10 @@ enum Command {
         /// `a2at resume` can continue it after this process dies.
         #[arg(long)]
         journal: Option<String>,
+        /// Print the engine's metrics (runs, subtasks, request latency, retries, …) after the
+        /// result.
+        #[arg(long)]
+        metrics: bool,
     },
     /// Continue a journaled run whose engine process died, from its journal.
     Resume {
@@ -256,6 +260,7 @@ fn main() -> ExitCode {
             retry_base_delay_ms,
             retry_max_delay_ms,
             journal,
+            metrics,
         }) => run_cmd::run(run_cmd::RunOptions {
             retry: run_cmd::RetryArgs {
                 attempts: retry_attempts,
@@ -278,6 +283,7 @@ fn main() -> ExitCode {
             task_budget: task_budget_secs.map(std::time::Duration::from_secs),
             journal,
             resume: None,
+            metrics,
         }),
         Some(Command::Resume {
             run_id,
@@ -311,6 +317,7 @@ fn main() -> ExitCode {
             task_budget: None,
             journal: Some(journal),
             resume: Some(run_id),
+            metrics: false,
         }),
         Some(Command::Runs { command }) => journal_cmd::run(command),
         Some(Command::Registry { command }) => discover_cmd::registry(command),

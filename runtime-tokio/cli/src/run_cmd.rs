@@ -379,6 +379,8 @@ pub(crate) struct RunOptions {
     pub journal: Option<String>,
     /// The id of a journaled run to continue instead of starting one.
     pub resume: Option<String>,
+    /// Keep the engine's metrics in memory and print them after the result.
+    pub metrics: bool,
 }
 
 /// The retry options of `a2at run`; each one left out keeps its default.
@@ -407,7 +409,16 @@ impl RetryArgs {
 /// Runs the command: exit code 0 on success, 1 when the run failed, 2 for unusable input.
 pub(crate) fn run(opts: RunOptions) -> ExitCode {
     let opts_resume = opts.resume.is_some();
-    match prepare_and_run(opts) {
+    // Installed before the engine exists, so every count of the run is kept.
+    let metrics = opts
+        .metrics
+        .then(a2at_tokio::metrics::InMemoryMetrics::install_global)
+        .flatten();
+    let outcome = prepare_and_run(opts);
+    if let Some(metrics) = metrics {
+        say!("metrics:\n{}", metrics.summary().trim_end());
+    }
+    match outcome {
         Ok(true) => ExitCode::SUCCESS,
         Ok(false) => ExitCode::from(1),
         Err(e) => {

@@ -88,11 +88,37 @@ async fn a_policy_file_drives_content_routes_self_tasks_and_negotiation() {
         dir.join("trace.jsonl").display().to_string(),
         "--language".into(),
         "en".into(),
+        "--metrics".into(),
     ];
     let (code, out, err) = tokio::task::spawn_blocking(move || run_cli(&args))
         .await
         .unwrap();
     assert_eq!(code, 0, "stdout:\n{out}\nstderr:\n{err}");
+    // `--metrics` prints what the engine counted: one successful run, its subtasks by agent
+    // (the local one included), the negotiation rounds handed to the host, and request latency
+    // by agent.
+    let metrics = out
+        .split("metrics:\n")
+        .nth(1)
+        .unwrap_or_else(|| panic!("{out}"));
+    for line in [
+        "a2at_runs_total{outcome=success} 1",
+        "a2at_subtasks_total{agent=alpha,outcome=success} 2",
+        "a2at_subtasks_total{agent=me,outcome=success} 1",
+        "a2at_subtasks_total{agent=neg,outcome=success} 1",
+        "a2at_negotiation_rounds_total 2",
+    ] {
+        assert!(
+            metrics.lines().any(|l| l == line),
+            "no {line:?} in:\n{metrics}"
+        );
+    }
+    assert!(
+        metrics
+            .lines()
+            .any(|l| l.starts_with("a2at_request_duration_seconds{agent=neg,binding=JSONRPC,")),
+        "{metrics}"
+    );
     // The recorded trace replays identically, offline.
     let trace = dir.join("trace.jsonl").display().to_string();
     let (code, replayed, err) = run_cli(&["replay".into(), trace]);
