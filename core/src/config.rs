@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use crate::a2a::DecodeLimits;
 use crate::event::EventSelection;
-use crate::retry::RetryPolicy;
+use crate::retry::{AmbiguousSend, RetryPolicy};
 use crate::tracectx::{TraceContextError, TraceParent, check_tracestate};
 
 /// Settings of one run. The defaults are those of the reference engines.
@@ -47,6 +47,9 @@ pub struct RunConfig {
     /// A `tracestate` sent unchanged with every request (checked by
     /// [`RunConfig::validate`]: 1 to 512 printable ASCII characters).
     pub trace_state: Option<String>,
+    /// What a resumed durable run does with a send whose outcome it cannot look up (see
+    /// [`AmbiguousSend`]); [`AmbiguousSend::Fail`] by default.
+    pub ambiguous_send: AmbiguousSend,
 }
 
 impl Default for RunConfig {
@@ -66,6 +69,7 @@ impl Default for RunConfig {
             retry: RetryPolicy::default(),
             trace_parent: None,
             trace_state: None,
+            ambiguous_send: AmbiguousSend::Fail,
         }
     }
 }

@@ -620,6 +620,8 @@ impl Authorization {
             retry: config.retry,
             trace_parent: None,
             trace_state: None,
+            // An authorization is never journaled, so it never resumes with a send open.
+            ambiguous_send: crate::retry::AmbiguousSend::Fail,
         };
         let mut ctx = Ctx::new(
             IdGenerator::new(config.seed),

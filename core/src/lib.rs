@@ -145,6 +145,6 @@ pub use event::{Event, EventSelection, EventType};
 pub use ids::{CallId, IdGenerator, OpId, StepId, TaskKey};
 pub use io::{ApiMisuse, HttpRequest, Input, Output};
 pub use result::ExecutionResult;
-pub use retry::RetryPolicy;
+pub use retry::{AmbiguousSend, RetryPolicy};
 pub use run::{Run, RunConfig, RunStart};
 pub use time::Timestamp;

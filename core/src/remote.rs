@@ -58,7 +58,7 @@ use crate::host::{
 use crate::ids::{CallId, OpId, TaskKey};
 use crate::io::{Correlation, Input, OpPurpose, Output, TransportError, TransportErrorKind};
 use crate::machine::{CallOwner, Ctx, OpEntry, TimerKey, emit};
-use crate::retry::{self, Attempts, FailedExchange, Fault, Recovery, RetryAttempt};
+use crate::retry::{self, AmbiguousSend, Attempts, FailedExchange, Fault, Recovery, RetryAttempt};
 use crate::run::ScheduledRetry;
 use crate::time::Timestamp;
 
@@ -368,10 +368,10 @@ impl Invocation {
         let ambiguous = self.ambiguous_after_restart(&failure);
         let failure = self.original_failure(failure);
         let Some(recovery) = recovery else {
-            return Err(ambiguous.unwrap_or(failure));
+            return self.give_up(ambiguous, failure, env);
         };
         if !self.schedule_retry(recovery, &fault, env) {
-            return Err(ambiguous.unwrap_or(failure));
+            return self.give_up(ambiguous, failure, env);
         }
         if recovery == Recovery::Lookup {
             self.lookup_failure = Some(Box::new(failure));
@@ -380,6 +380,23 @@ impl Invocation {
             }
         }
         Ok(None)
+    }
+
+    /// The end of a fault that is not retried: the failure, unless the fault left a send open
+    /// at a restart ambiguous and the run's policy is to send the same message again.
+    fn give_up(&mut self, ambiguous: Option<Failure>, failure: Failure, env: &mut Env<'_>) -> Step {
+        let Some(ambiguous) = ambiguous else {
+            return Err(failure);
+        };
+        match (env.config.ambiguous_send, self.last_send.clone()) {
+            (AmbiguousSend::Resend, Some(sent)) => {
+                // The policy says the agent de-duplicates by message id: the copy stays
+                // resendable if its own outcome is lost too.
+                self.send_message(sent.message, &sent.extensions, sent.purpose, env)?;
+                Ok(None)
+            }
+            _ => Err(ambiguous),
+        }
     }
 
     /// What a failed lookup of a send open at a restart gives when it is not retried: after a

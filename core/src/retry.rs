@@ -27,8 +27,10 @@
 //!   open when the engine restarted (transport kind `Restarted`, fed by a resumed durable run)
 //!   is looked up the same way, except that finding no task sends the same message again
 //!   (same `messageId`): the agent never turned it into a task; and when the lookup fails (the
-//!   agent does not support `ListTasks`, or its attempts run out) the subtask fails with
-//!   `run.resume_ambiguous` instead of sending the message again blindly.
+//!   agent does not support `ListTasks`, or its attempts run out) [`AmbiguousSend`] decides:
+//!   by default the subtask fails with `run.resume_ambiguous` instead of sending the message
+//!   again blindly; with [`AmbiguousSend::Resend`] the same message (same `messageId`) goes
+//!   again, for agents that de-duplicate by message id.
 //!
 //! Every fault that is retried counts one attempt. Attempts are counted per subtask and start
 //! again from zero once an observation succeeds (a `GetTask` answer or a stream event after the
@@ -45,11 +47,33 @@
 
 use std::time::Duration;
 
+use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
 use crate::a2a::ProtocolError;
 use crate::io::TransportErrorKind;
 use crate::time::Timestamp;
+
+/// What a resumed durable run does with a send that was open when its engine stopped, when the
+/// agent cannot say whether the message became a task (it does not support `ListTasks`, or
+/// the lookup's attempts ran out).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum AmbiguousSend {
+    /// The subtask fails with `run.resume_ambiguous`: the message is never risked twice.
+    #[default]
+    Fail,
+    /// The same message (same `messageId`) is sent again: for agents that de-duplicate by
+    /// message id, where a second copy is harmless.
+    Resend,
+}
+
+impl AmbiguousSend {
+    /// Whether this is the default ([`AmbiguousSend::Fail`]).
+    pub fn is_fail(&self) -> bool {
+        *self == AmbiguousSend::Fail
+    }
+}
 
 /// The retry policy of a run. `attempts = 0` disables every retry (fail fast).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -91,7 +91,7 @@ use crate::agents::AgentDirectory;
 use crate::event::{EventSelection, EventType};
 use crate::io::{ApiMisuse, Input, Output};
 use crate::result::ExecutionResult;
-use crate::retry::RetryPolicy;
+use crate::retry::{AmbiguousSend, RetryPolicy};
 use crate::run::{Run, RunConfig, RunStart};
 use crate::time::Timestamp;
 use crate::tracectx::TraceParent;
@@ -146,6 +146,9 @@ pub struct TraceConfig {
     /// [`RunConfig::trace_state`]; absent when there was none.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub trace_state: Option<String>,
+    /// [`RunConfig::ambiguous_send`]; absent for the default (fail).
+    #[serde(default, skip_serializing_if = "AmbiguousSend::is_fail")]
+    pub ambiguous_send: AmbiguousSend,
 }
 
 /// The serde mirror of [`RetryPolicy`]: delays in microseconds.
@@ -186,6 +189,7 @@ impl TraceConfig {
             }),
             trace_parent: config.trace_parent,
             trace_state: config.trace_state.clone(),
+            ambiguous_send: config.ambiguous_send,
         }
     }
 
@@ -214,6 +218,7 @@ impl TraceConfig {
             }),
             trace_parent: self.trace_parent,
             trace_state: self.trace_state.clone(),
+            ambiguous_send: self.ambiguous_send,
         }
     }
 }
@@ -1181,6 +1186,23 @@ mod tests {
         let back: TraceConfig =
             serde_json::from_value(serde_json::to_value(&mirror).unwrap()).unwrap();
         assert_eq!(back.to_run_config(5), config);
+    }
+
+    #[test]
+    fn the_ambiguous_send_policy_is_written_only_when_it_is_not_the_default() {
+        let default =
+            serde_json::to_value(TraceConfig::from_run_config(&RunConfig::default())).unwrap();
+        assert!(default.get("ambiguous_send").is_none(), "{default}");
+        let resend = RunConfig {
+            ambiguous_send: AmbiguousSend::Resend,
+            ..RunConfig::default()
+        };
+        let text = serde_json::to_value(TraceConfig::from_run_config(&resend)).unwrap();
+        assert_eq!(text["ambiguous_send"], "resend");
+        let back: TraceConfig = serde_json::from_value(text).unwrap();
+        assert_eq!(back.to_run_config(0).ambiguous_send, AmbiguousSend::Resend);
+        let old: TraceConfig = serde_json::from_value(default).unwrap();
+        assert_eq!(old.to_run_config(0).ambiguous_send, AmbiguousSend::Fail);
     }
 
     #[test]

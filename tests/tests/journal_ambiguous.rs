@@ -165,3 +165,119 @@ fn an_unknown_send_at_an_agent_without_list_tasks_fails_as_resume_ambiguous() {
         assert!(ambiguous > 0, "no stop left a send open");
     })
 }
+
+/// With `AmbiguousSend::Resend` the same stops resume to the uninterrupted result: an
+/// ambiguous send goes again with its own `messageId` (a copy the agent can de-duplicate),
+/// and nothing else is sent twice.
+#[test]
+fn with_the_resend_policy_an_unknown_send_goes_again_with_its_message_id() {
+    OnTokio::block_on(async {
+        let engine = |server: &LoopbackServer| {
+            a2at_driver::Engine::<<OnTokio as TestRuntime>::Rt>::builder(server.cards())
+                .poll_interval(std::time::Duration::from_millis(5))
+                .retry(a2at_core::RetryPolicy {
+                    attempts: 5,
+                    base_delay: std::time::Duration::from_millis(5),
+                    max_delay: std::time::Duration::from_millis(20),
+                })
+                .ambiguous_send(a2at_core::AmbiguousSend::Resend)
+                .build()
+                .expect("engine")
+        };
+        let expected = {
+            let server = LoopbackServer::start(agents()).await;
+            let result = engine(&server)
+                .run(chain(), echo_host())
+                .seed(SEED)
+                .execute()
+                .await;
+            assert!(result.success, "{:?}", result.error);
+            normalised(result)
+        };
+        let (mut resent, mut stops) = (0, 0);
+        for at in 1..=30 {
+            let dir = tempfile::tempdir().expect("tempdir");
+            let path = dir.path().join("runs.db");
+            let server = LoopbackServer::start(agents()).await;
+            let stopped = engine(&server)
+                .run(chain(), echo_host())
+                .seed(SEED)
+                .journal(Arc::new(StopAt {
+                    inner: SqliteJournal::open(&path).expect("journal"),
+                    at,
+                    appends: AtomicUsize::new(0),
+                }))
+                .execute()
+                .await;
+            if stopped.success {
+                continue;
+            }
+            stops += 1;
+            let store = Arc::new(SqliteJournal::open(&path).expect("journal"));
+            let result = normalised(
+                engine(&server)
+                    .resume(store, &stopped.execution_id, echo_host())
+                    .await
+                    .unwrap_or_else(|e| panic!("resume after append {at}: {e}"))
+                    .result()
+                    .await,
+            );
+            // A resent copy the agent does not de-duplicate becomes a second task: the
+            // remote task ids may differ, the outcome and the outputs may not.
+            assert_eq!(
+                without_remote_ids(without_context_ids(&result)),
+                without_remote_ids(without_context_ids(&expected)),
+                "stopped at append {at}"
+            );
+            // A second copy only of a send the lookup could not settle, after the lookup.
+            for id in duplicate_sends(&server) {
+                let agent = ["alpha", "beta"]
+                    .into_iter()
+                    .find(|a| {
+                        server.requests(a).iter().any(|r| {
+                            r.message()
+                                .and_then(|m| m.get("messageId"))
+                                .and_then(|v| v.as_str())
+                                == Some(id.as_str())
+                        })
+                    })
+                    .expect("the agent that got it");
+                let methods: Vec<String> = server
+                    .requests(agent)
+                    .iter()
+                    .map(|r| r.method.clone())
+                    .collect();
+                let list = methods.iter().position(|m| m == "ListTasks");
+                let last_send = methods.iter().rposition(|m| m.starts_with("Send"));
+                assert!(
+                    list.is_some() && list < last_send,
+                    "stopped at append {at}: {id} sent twice without a lookup first: {methods:?}"
+                );
+                resent += 1;
+            }
+        }
+        assert!(stops > 5, "{stops} stops");
+        assert!(resent > 0, "no stop left a send to resend");
+    })
+}
+
+/// `v` with the agent-made ids (task and artifact ids) blanked.
+fn without_remote_ids(mut v: serde_json::Value) -> serde_json::Value {
+    fn blank(v: &mut serde_json::Value) {
+        match v {
+            serde_json::Value::Object(m) => {
+                for (k, v) in m.iter_mut() {
+                    if ["taskId", "remote_task_id", "artifactId"].contains(&k.as_str()) {
+                        *v = serde_json::Value::String("<remote>".into());
+                    } else {
+                        blank(v);
+                    }
+                }
+            }
+            serde_json::Value::Array(a) => a.iter_mut().for_each(blank),
+            _ => {}
+        }
+    }
+    blank(&mut v);
+    v
+}

@@ -176,6 +176,14 @@ impl<R: Runtime> EngineBuilder<R> {
         self
     }
 
+    /// Sets [`RunConfig::ambiguous_send`] in [`EngineConfig::run`]: what a resumed durable run
+    /// does with a send it cannot look up at the agent (fail the subtask, the default, or send
+    /// the same message again).
+    pub fn ambiguous_send(mut self, policy: a2at_core::AmbiguousSend) -> Self {
+        self.config.run.ambiguous_send = policy;
+        self
+    }
+
     /// Sets [`RunConfig::poll_interval`] in [`EngineConfig::run`].
     pub fn poll_interval(mut self, interval: Duration) -> Self {
         self.config.run.poll_interval = interval;

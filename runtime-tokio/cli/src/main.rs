@@ -148,6 +148,11 @@ enum Command {
         /// result.
         #[arg(long)]
         metrics: bool,
+        /// With `--journal`: when the run is resumed, send again (same `messageId`) a message
+        /// whose outcome an agent without `ListTasks` cannot tell, instead of failing that
+        /// subtask with `run.resume_ambiguous`. Only for agents that de-duplicate by message id.
+        #[arg(long)]
+        resend_ambiguous: bool,
     },
     /// Continue a journaled run whose engine process died, from its journal.
     Resume {
@@ -261,6 +266,7 @@ fn main() -> ExitCode {
             retry_max_delay_ms,
             journal,
             metrics,
+            resend_ambiguous,
         }) => run_cmd::run(run_cmd::RunOptions {
             retry: run_cmd::RetryArgs {
                 attempts: retry_attempts,
@@ -284,6 +290,7 @@ fn main() -> ExitCode {
             journal,
             resume: None,
             metrics,
+            resend_ambiguous,
         }),
         Some(Command::Resume {
             run_id,
@@ -318,6 +325,8 @@ fn main() -> ExitCode {
             journal: Some(journal),
             resume: Some(run_id),
             metrics: false,
+            // The policy the run was started with is in its journal.
+            resend_ambiguous: false,
         }),
         Some(Command::Runs { command }) => journal_cmd::run(command),
         Some(Command::Registry { command }) => discover_cmd::registry(command),

@@ -381,6 +381,8 @@ pub(crate) struct RunOptions {
     pub resume: Option<String>,
     /// Keep the engine's metrics in memory and print them after the result.
     pub metrics: bool,
+    /// After a restart, send again a message whose outcome the agent cannot tell.
+    pub resend_ambiguous: bool,
 }
 
 /// The retry options of `a2at run`; each one left out keeps its default.
@@ -471,6 +473,9 @@ fn prepare_and_run(opts: RunOptions) -> Result<bool, String> {
         builder = builder.task_budget(budget);
     }
     builder = builder.retry(opts.retry.policy());
+    if opts.resend_ambiguous {
+        builder = builder.ambiguous_send(a2at_core::AmbiguousSend::Resend);
+    }
     let engine = builder.build().map_err(|e| e.to_string())?;
     let events_file = match &opts.events {
         Some(p) => Some(
