@@ -3,16 +3,14 @@
 //! that subtask with `run.resume_ambiguous`; everything else resumes as usual.
 
 use std::sync::Arc;
-use std::sync::atomic::{AtomicUsize, Ordering};
 
 use a2at_core::host::codes;
-use a2at_driver::{
-    JOURNAL_FAILED, JournalError, JournalStore, RunSummary, SqliteJournal, StoredRun,
-};
+use a2at_core::result::ExecutionResult;
+use a2at_driver::{JOURNAL_FAILED, SqliteJournal};
 use a2at_tests::loopback::LoopbackServer;
 use a2at_tests::runtime::TestRuntime;
 use a2at_tests::suites::journal::{
-    SEED, chain, duplicate_sends, echo_host, engine_for, normalised, without_context_ids,
+    SEED, chain, duplicate_sends, echo_host, engine_for, normalised, stop_at, without_context_ids,
 };
 use a2at_tests::{Plan, ScriptedAgent};
 
@@ -34,87 +32,68 @@ fn agents() -> Vec<ScriptedAgent> {
     ]
 }
 
-/// The SQLite journal, failing every append from the `at`-th on as if the process died there.
-struct StopAt {
-    inner: SqliteJournal,
-    at: usize,
-    appends: AtomicUsize,
-}
+type Engine = a2at_driver::Engine<<OnTokio as TestRuntime>::Rt>;
 
-impl JournalStore for StopAt {
-    fn create_run(&self, run_id: &str, header: &str, at: u64) -> Result<(), JournalError> {
-        self.inner.create_run(run_id, header, at)
-    }
-
-    fn append(&self, run_id: &str, first: u64, lines: &[String]) -> Result<(), JournalError> {
-        if self.appends.fetch_add(1, Ordering::SeqCst) + 1 >= self.at {
-            // Sends already under way reach their agents before the process "dies".
-            std::thread::sleep(std::time::Duration::from_millis(30));
-            return Err(JournalError::Store("the engine process died".into()));
+/// The chain run once without stopping, then stopped at each append in turn (as if its process
+/// died there) and resumed by a new engine: the uninterrupted result, and for each stop its
+/// append, the agents' server and the resumed result.
+async fn each_stop_resumed(
+    engine: impl Fn(&LoopbackServer) -> Engine,
+) -> (
+    ExecutionResult,
+    Vec<(usize, LoopbackServer, ExecutionResult)>,
+) {
+    let expected = {
+        let server = LoopbackServer::start(agents()).await;
+        let result = engine(&server)
+            .run(chain(), echo_host())
+            .seed(SEED)
+            .execute()
+            .await;
+        assert!(result.success, "{:?}", result.error);
+        normalised(result)
+    };
+    let mut resumed = Vec::new();
+    for at in 1..=30 {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join("runs.db");
+        let server = LoopbackServer::start(agents()).await;
+        let stopped = engine(&server)
+            .run(chain(), echo_host())
+            .seed(SEED)
+            .journal(stop_at(&path, at))
+            .execute()
+            .await;
+        if stopped.success {
+            // Past the run's last append: nothing stopped it.
+            continue;
         }
-        self.inner.append(run_id, first, lines)
+        assert_eq!(
+            stopped.error.as_ref().map(|e| e.code.as_str()),
+            Some(JOURNAL_FAILED)
+        );
+        let store = Arc::new(SqliteJournal::open(&path).expect("journal"));
+        let result = normalised(
+            engine(&server)
+                .resume(store, &stopped.execution_id, echo_host())
+                .await
+                .unwrap_or_else(|e| panic!("resume after append {at}: {e}"))
+                .result()
+                .await,
+        );
+        resumed.push((at, server, result));
     }
-
-    fn load(&self, run_id: &str) -> Result<StoredRun, JournalError> {
-        self.inner.load(run_id)
-    }
-
-    fn list(&self) -> Result<Vec<RunSummary>, JournalError> {
-        self.inner.list()
-    }
-
-    fn mark_finished(&self, run_id: &str) -> Result<(), JournalError> {
-        self.inner.mark_finished(run_id)
-    }
+    assert!(resumed.len() > 5, "{} stops", resumed.len());
+    (expected, resumed)
 }
 
 #[test]
 fn an_unknown_send_at_an_agent_without_list_tasks_fails_as_resume_ambiguous() {
     OnTokio::block_on(async {
-        let expected = {
-            let server = LoopbackServer::start(agents()).await;
-            let result = engine_for::<OnTokio>(server.cards())
-                .run(chain(), echo_host())
-                .seed(SEED)
-                .execute()
-                .await;
-            assert!(result.success, "{:?}", result.error);
-            normalised(result)
-        };
-        let (mut ambiguous, mut stops) = (0, 0);
-        for at in 1..=30 {
-            let dir = tempfile::tempdir().expect("tempdir");
-            let path = dir.path().join("runs.db");
-            let server = LoopbackServer::start(agents()).await;
-            let stopped = engine_for::<OnTokio>(server.cards())
-                .run(chain(), echo_host())
-                .seed(SEED)
-                .journal(Arc::new(StopAt {
-                    inner: SqliteJournal::open(&path).expect("journal"),
-                    at,
-                    appends: AtomicUsize::new(0),
-                }))
-                .execute()
-                .await;
-            if stopped.success {
-                // Past the run's last append: nothing stopped it.
-                continue;
-            }
-            assert_eq!(
-                stopped.error.as_ref().map(|e| e.code.as_str()),
-                Some(JOURNAL_FAILED)
-            );
-            stops += 1;
-            let store = Arc::new(SqliteJournal::open(&path).expect("journal"));
-            let resumed = engine_for::<OnTokio>(server.cards());
-            let result = normalised(
-                resumed
-                    .resume(store, &stopped.execution_id, echo_host())
-                    .await
-                    .unwrap_or_else(|e| panic!("resume after append {at}: {e}"))
-                    .result()
-                    .await,
-            );
+        let (expected, resumed) =
+            each_stop_resumed(|server| engine_for::<OnTokio>(server.cards())).await;
+        let mut ambiguous = 0;
+        for (at, server, result) in resumed {
             // Never sent twice, whatever the outcome.
             let duplicates = duplicate_sends(&server);
             assert!(
@@ -161,7 +140,6 @@ fn an_unknown_send_at_an_agent_without_list_tasks_fails_as_resume_ambiguous() {
             }
             ambiguous += 1;
         }
-        assert!(stops > 5, "{stops} stops");
         assert!(ambiguous > 0, "no stop left a send open");
     })
 }
@@ -173,7 +151,7 @@ fn an_unknown_send_at_an_agent_without_list_tasks_fails_as_resume_ambiguous() {
 fn with_the_resend_policy_an_unknown_send_goes_again_with_its_message_id() {
     OnTokio::block_on(async {
         let engine = |server: &LoopbackServer| {
-            a2at_driver::Engine::<<OnTokio as TestRuntime>::Rt>::builder(server.cards())
+            Engine::builder(server.cards())
                 .poll_interval(std::time::Duration::from_millis(5))
                 .retry(a2at_core::RetryPolicy {
                     attempts: 5,
@@ -184,44 +162,9 @@ fn with_the_resend_policy_an_unknown_send_goes_again_with_its_message_id() {
                 .build()
                 .expect("engine")
         };
-        let expected = {
-            let server = LoopbackServer::start(agents()).await;
-            let result = engine(&server)
-                .run(chain(), echo_host())
-                .seed(SEED)
-                .execute()
-                .await;
-            assert!(result.success, "{:?}", result.error);
-            normalised(result)
-        };
-        let (mut resent, mut stops) = (0, 0);
-        for at in 1..=30 {
-            let dir = tempfile::tempdir().expect("tempdir");
-            let path = dir.path().join("runs.db");
-            let server = LoopbackServer::start(agents()).await;
-            let stopped = engine(&server)
-                .run(chain(), echo_host())
-                .seed(SEED)
-                .journal(Arc::new(StopAt {
-                    inner: SqliteJournal::open(&path).expect("journal"),
-                    at,
-                    appends: AtomicUsize::new(0),
-                }))
-                .execute()
-                .await;
-            if stopped.success {
-                continue;
-            }
-            stops += 1;
-            let store = Arc::new(SqliteJournal::open(&path).expect("journal"));
-            let result = normalised(
-                engine(&server)
-                    .resume(store, &stopped.execution_id, echo_host())
-                    .await
-                    .unwrap_or_else(|e| panic!("resume after append {at}: {e}"))
-                    .result()
-                    .await,
-            );
+        let (expected, resumed) = each_stop_resumed(engine).await;
+        let mut resent = 0;
+        for (at, server, result) in resumed {
             // A resent copy the agent does not de-duplicate becomes a second task: the
             // remote task ids may differ, the outcome and the outputs may not.
             assert_eq!(
@@ -256,7 +199,6 @@ fn with_the_resend_policy_an_unknown_send_goes_again_with_its_message_id() {
                 resent += 1;
             }
         }
-        assert!(stops > 5, "{stops} stops");
         assert!(resent > 0, "no stop left a send to resend");
     })
 }

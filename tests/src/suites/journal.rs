@@ -154,10 +154,11 @@ pub fn duplicate_sends(server: &LoopbackServer) -> Vec<String> {
 
 /// The SQLite journal, failing every append from the `at`-th on as if the process died
 /// there: nothing of that turn is written, and the run loop carries none of it out.
-struct StopAt {
+pub struct StopAt {
     inner: SqliteJournal,
     at: usize,
-    appends: AtomicUsize,
+    /// Appends tried so far (the failed ones included).
+    pub appends: AtomicUsize,
 }
 
 impl JournalStore for StopAt {
@@ -189,7 +190,8 @@ impl JournalStore for StopAt {
     }
 }
 
-fn stop_at(path: &Path, at: usize) -> Arc<StopAt> {
+/// The SQLite journal at `path`, stopping the run at its `at`-th append ([`StopAt`]).
+pub fn stop_at(path: &Path, at: usize) -> Arc<StopAt> {
     Arc::new(StopAt {
         inner: SqliteJournal::open(path).expect("journal"),
         at,
