@@ -130,6 +130,24 @@ fn a_host_parent_makes_the_run_join_the_host_trace() {
 }
 
 #[test]
+fn an_unsampled_host_parent_keeps_its_flags_on_every_request() {
+    let unsampled = HOST_PARENT.replace("-01", "-00");
+    let parent = TraceParent::parse(&unsampled).unwrap();
+    assert_eq!(parent.flags(), 0);
+    let config = RunConfig {
+        trace_parent: Some(parent),
+        ..seeded(11)
+    };
+    let headers = trace_headers(&drive(config, busy_agent(), accepting_host()));
+    assert!(!headers.is_empty());
+    for (p, _) in &headers {
+        assert_eq!(p.flags(), 0, "{p}");
+        assert_eq!(p.trace_id(), parent.trace_id());
+    }
+    assert_eq!(TraceParent::parse(HOST_PARENT).unwrap().flags(), 1);
+}
+
+#[test]
 fn grpc_requests_carry_the_traceparent_as_metadata() {
     let out = drive(
         seeded(3),
