@@ -114,10 +114,7 @@ impl fmt::Debug for OtlpConfig {
             .map(|(n, _)| (n.as_str(), "***"))
             .collect();
         f.debug_struct("OtlpConfig")
-            .field(
-                "endpoint",
-                &a2at_core::redact::redact_url(&self.endpoint).to_string(),
-            )
+            .field("endpoint", &a2at_core::redact::redact_url(&self.endpoint))
             .field("service_name", &self.service_name)
             .field("headers", &headers)
             .finish()
@@ -167,7 +164,7 @@ pub fn layer(config: OtlpConfig) -> Result<(OtelLayer, OtelGuard), OtelError> {
     let exporter = opentelemetry_otlp::SpanExporter::builder()
         .with_http()
         .with_protocol(opentelemetry_otlp::Protocol::HttpBinary)
-        .with_endpoint(endpoint)
+        .with_endpoint(endpoint.clone())
         .with_headers(headers)
         .build()
         .map_err(|e| OtelError::Exporter(e.to_string()))?;
@@ -184,6 +181,7 @@ pub fn layer(config: OtlpConfig) -> Result<(OtelLayer, OtelGuard), OtelError> {
             .with_version(env!("CARGO_PKG_VERSION"))
             .build(),
         shut_down: Mutex::new(false),
+        url: (endpoint.clone(), a2at_core::redact::redact_url(&endpoint)),
     });
     Ok((
         OtelLayer {
@@ -226,6 +224,15 @@ struct Inner {
     ids: RandomIdGenerator,
     scope: InstrumentationScope,
     shut_down: Mutex<bool>,
+    /// The traces URL and its redacted form: an export error names the URL, whose query may
+    /// hold a token.
+    url: (String, String),
+}
+
+impl Inner {
+    fn export_error(&self, e: &opentelemetry_sdk::error::OTelSdkError) -> OtelError {
+        OtelError::Export(e.to_string().replace(&self.url.0, &self.url.1))
+    }
 }
 
 /// Flushes and stops the export when dropped (see [`layer`]).
@@ -245,7 +252,7 @@ impl OtelGuard {
         self.inner
             .processor
             .force_flush()
-            .map_err(|e| OtelError::Export(e.to_string()))
+            .map_err(|e| self.inner.export_error(&e))
     }
 
     /// Sends what is queued and stops the export; spans closing later are dropped.
@@ -263,10 +270,13 @@ impl OtelGuard {
             return Ok(());
         }
         *done = true;
-        self.inner
-            .processor
-            .shutdown()
-            .map_err(|e| OtelError::Export(e.to_string()))
+        // The processor's shutdown sends what is queued but does not say whether that worked;
+        // a flush first does.
+        let flushed = self.inner.processor.force_flush();
+        let stopped = self.inner.processor.shutdown();
+        flushed
+            .and(stopped)
+            .map_err(|e| self.inner.export_error(&e))
     }
 }
 
