@@ -359,8 +359,12 @@ impl tracing::field::Visit for Fields {
     }
 }
 
-fn is_engine_span(name: &str) -> bool {
-    [RUN_SPAN, STEP_SPAN, SUBTASK_SPAN, EXCHANGE_SPAN].contains(&name)
+/// One of the engine's four spans: the name alone is not enough, a host's span could share it
+/// (and carry fields that are not redacted).
+fn is_engine_span(meta: &tracing::Metadata<'_>) -> bool {
+    let target = meta.target();
+    (target == "a2at_driver" || target.starts_with("a2at_driver::"))
+        && [RUN_SPAN, STEP_SPAN, SUBTASK_SPAN, EXCHANGE_SPAN].contains(&meta.name())
 }
 
 fn parse_trace_id(hex: &str) -> Option<TraceId> {
@@ -382,10 +386,10 @@ where
     S: Subscriber + for<'a> LookupSpan<'a>,
 {
     fn on_new_span(&self, attrs: &Attributes<'_>, id: &Id, ctx: Context<'_, S>) {
-        let name = attrs.metadata().name();
-        if !is_engine_span(name) {
+        if !is_engine_span(attrs.metadata()) {
             return;
         }
+        let name = attrs.metadata().name();
         let Some(span) = ctx.span(id) else {
             return;
         };
