@@ -55,6 +55,10 @@ use tracing::instrument::WithSubscriber;
 a2at_driver::runtime_api!(Smol);
 /// Metric names of runs and exchanges (the `metrics` facade).
 pub use a2at_driver::metrics;
+/// Export of the engine's spans over OTLP/HTTP (feature `otel`): add [`otel::layer`] to the
+/// host's subscriber.
+#[cfg(feature = "otel")]
+pub use a2at_driver::otel;
 /// Span names and attribute names of a run's `tracing` spans.
 pub use a2at_driver::telemetry;
 /// The SQLite journal store of durable runs (feature `sqlite`, on by default).

@@ -18,6 +18,7 @@ pub mod host;
 pub mod journal_bench;
 pub mod loopback;
 pub mod metrics_capture;
+pub mod otlp_collector;
 pub mod pg;
 pub mod random_scenario;
 pub mod runtime;

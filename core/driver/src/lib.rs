@@ -99,7 +99,9 @@
 //! [`RunBuilder::traceparent`]); the driver opens `tracing` spans for the run, its steps and
 //! subtasks and every exchange ([`telemetry`] lists names and attributes) and counts runs,
 //! subtasks, latencies, retries, reattaches, negotiation rounds and dropped events through the
-//! `metrics` facade ([`metrics`] lists the names). Neither holds a secret.
+//! `metrics` facade ([`metrics`] lists the names). Neither holds a secret. With the `otel`
+//! feature, `otel::layer` exports those spans over OTLP/HTTP with the ids the agents received in
+//! `traceparent`.
 //!
 //! ## Reproducing a run
 //!
@@ -138,6 +140,8 @@ mod journal_postgres;
 mod journal_sqlite;
 mod lifecycle;
 pub mod metrics;
+#[cfg(feature = "otel")]
+pub mod otel;
 mod proxy;
 mod run_loop;
 mod runtime;

@@ -38,6 +38,10 @@ enum Command {
         /// Also write the run's HTML report (workflow, timeline, outputs) to this file.
         #[arg(long)]
         report: Option<PathBuf>,
+        /// Export the demo run's spans to this OpenTelemetry collector over OTLP/HTTP (as
+        /// `a2at run --otlp-endpoint`).
+        #[arg(long)]
+        otlp_endpoint: Option<String>,
     },
     /// Check a workflow file and list every problem found (exit code 1 when there are any).
     Validate {
@@ -153,6 +157,11 @@ enum Command {
         /// subtask with `run.resume_ambiguous`. Only for agents that de-duplicate by message id.
         #[arg(long)]
         resend_ambiguous: bool,
+        /// Export the run's spans (run, steps, subtasks, exchanges) to this OpenTelemetry
+        /// collector over OTLP/HTTP, e.g. `http://127.0.0.1:4318` (`/v1/traces` is appended to
+        /// a URL without a path); they are flushed before the command exits.
+        #[arg(long)]
+        otlp_endpoint: Option<String>,
     },
     /// Continue a journaled run whose engine process died, from its journal.
     Resume {
@@ -232,7 +241,13 @@ fn main() -> ExitCode {
     let cli = Cli::parse();
     match cli.command {
         None => demo::run(false, None),
-        Some(Command::Demo { reject, report }) => demo::run(reject, report.as_deref()),
+        Some(Command::Demo {
+            reject,
+            report,
+            otlp_endpoint,
+        }) => with_otlp(otlp_endpoint.as_deref(), || {
+            demo::run(reject, report.as_deref())
+        }),
         Some(Command::Validate { workflow }) => validate(&workflow),
         Some(Command::Graph {
             workflow,
@@ -267,30 +282,33 @@ fn main() -> ExitCode {
             journal,
             metrics,
             resend_ambiguous,
-        }) => run_cmd::run(run_cmd::RunOptions {
-            retry: run_cmd::RetryArgs {
-                attempts: retry_attempts,
-                base_delay_ms: retry_base_delay_ms,
-                max_delay_ms: retry_max_delay_ms,
-            },
-            credentials,
-            env_file,
-            login_timeout: login_timeout_secs.map(std::time::Duration::from_secs),
-            tls,
-            workflow: Some(workflow),
-            cards: Some(cards),
-            host,
-            input,
-            language,
-            events,
-            result,
-            trace,
-            binding: binding.map(BindingArg::binding),
-            task_budget: task_budget_secs.map(std::time::Duration::from_secs),
-            journal,
-            resume: None,
-            metrics,
-            resend_ambiguous,
+            otlp_endpoint,
+        }) => with_otlp(otlp_endpoint.as_deref(), || {
+            run_cmd::run(run_cmd::RunOptions {
+                retry: run_cmd::RetryArgs {
+                    attempts: retry_attempts,
+                    base_delay_ms: retry_base_delay_ms,
+                    max_delay_ms: retry_max_delay_ms,
+                },
+                credentials,
+                env_file,
+                login_timeout: login_timeout_secs.map(std::time::Duration::from_secs),
+                tls,
+                workflow: Some(workflow),
+                cards: Some(cards),
+                host,
+                input,
+                language,
+                events,
+                result,
+                trace,
+                binding: binding.map(BindingArg::binding),
+                task_budget: task_budget_secs.map(std::time::Duration::from_secs),
+                journal,
+                resume: None,
+                metrics,
+                resend_ambiguous,
+            })
         }),
         Some(Command::Resume {
             run_id,
@@ -333,6 +351,35 @@ fn main() -> ExitCode {
         Some(Command::Psop { command }) => discover_cmd::psop(command),
         Some(Command::Task { command }) => task_cmd::run(command),
     }
+}
+
+/// Runs `command` with the engine's spans exported to `endpoint` over OTLP/HTTP (when given),
+/// and flushes them before returning. The export layer is this process's subscriber: the CLI
+/// owns its process, unlike the library, which leaves that choice to its host.
+fn with_otlp(endpoint: Option<&str>, command: impl FnOnce() -> ExitCode) -> ExitCode {
+    use tracing_subscriber::layer::SubscriberExt;
+    let Some(endpoint) = endpoint else {
+        return command();
+    };
+    let (layer, guard) = match a2at_tokio::otel::layer(a2at_tokio::otel::OtlpConfig::new(endpoint))
+    {
+        Ok(export) => export,
+        Err(e) => {
+            eprintln!("a2at: --otlp-endpoint: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    if tracing::subscriber::set_global_default(tracing_subscriber::registry().with(layer)).is_err()
+    {
+        eprintln!("a2at: --otlp-endpoint: a tracing subscriber is already installed");
+        return ExitCode::from(2);
+    }
+    let code = command();
+    // Blocks until the queued spans are sent (or the exporter's timeout passed).
+    if let Err(e) = guard.shutdown() {
+        eprintln!("a2at: {e}");
+    }
+    code
 }
 
 fn load(path: &Path) -> Result<Result<ValidatedWorkflow, WorkflowError>, ExitCode> {

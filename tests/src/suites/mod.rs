@@ -16,6 +16,7 @@ pub mod interop;
 pub mod journal;
 pub mod lifecycle;
 pub mod metrics;
+pub mod otel;
 pub mod protocol_log;
 pub mod proxy;
 pub mod security;
@@ -381,5 +382,18 @@ macro_rules! metrics_suite {
             metrics,
             [a_run_counts_runs_subtasks_requests_retries_reattaches_and_rounds,]
         );
+    };
+}
+
+/// Instantiates the OTLP export suite on a [`TestRuntime`](crate::runtime::TestRuntime), with
+/// `$export` (a [`suites::otel::Export`](crate::suites::otel::Export)) building the runtime
+/// adapter's `otel` layer. The test binary needs the adapter's `otel` feature.
+#[macro_export]
+macro_rules! otel_suite {
+    ($rt:ty, $export:path) => {
+        #[test]
+        fn an_exported_run_has_the_span_tree_and_the_ids_the_agents_received() {
+            $crate::suites::otel::an_exported_run_has_the_span_tree_and_the_ids_the_agents_received::<$rt>($export);
+        }
     };
 }

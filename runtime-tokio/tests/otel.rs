@@ -1,0 +1,21 @@
+//! The shared OTLP export suite on the tokio runtime (multi-thread: spawned tasks carry the
+//! subscriber with the export layer).
+
+use tracing_subscriber::layer::SubscriberExt;
+
+a2at_tests::tokio_test_runtime!(OnTokio, multi_thread);
+
+fn export(endpoint: &str, headers: &[(&str, &str)]) -> (tracing::Dispatch, Box<dyn FnOnce()>) {
+    let mut config = a2at_tokio::otel::OtlpConfig::new(endpoint).service_name("a2at-test");
+    for (n, v) in headers {
+        config = config.header(*n, *v);
+    }
+    let (layer, guard) = a2at_tokio::otel::layer(config).expect("the export is set up");
+    let dispatch = tracing::Dispatch::new(tracing_subscriber::registry().with(layer));
+    (
+        dispatch,
+        Box::new(move || guard.shutdown().expect("flushed")),
+    )
+}
+
+a2at_tests::otel_suite!(OnTokio, export);
