@@ -1038,6 +1038,7 @@ impl<R: Runtime, C: ControlPoint + 'static> RunBuilder<R, C> {
                 &self.start,
             )
         });
+        let host_parent = config.trace_parent;
         let run = Run::new(self.workflow, cards.directory.clone(), config, self.start);
         let execution_id = run.execution_id().to_owned();
         if let Some(j) = &mut journal {
@@ -1074,16 +1075,8 @@ impl<R: Runtime, C: ControlPoint + 'static> RunBuilder<R, C> {
             journal,
         };
         // The run's span (see `crate::telemetry`): a child of the host's current span.
-        let span = tracing::info_span!(
-            "a2at_run",
-            %execution_id,
-            seed,
-            "a2a.execution.id" = %execution_id,
-            "trace_id" = %crate::telemetry::trace_id_hex(run.trace_id()),
-            "a2a.run.outcome" = tracing::field::Empty,
-            "error.type" = tracing::field::Empty,
-            "otel.status_code" = tracing::field::Empty,
-        );
+        let span =
+            crate::telemetry::run_span(&execution_id, seed, run.trace_id(), host_parent, false);
         let run_span = span.clone();
         R::spawn(
             async move {

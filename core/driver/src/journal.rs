@@ -383,6 +383,8 @@ pub(crate) struct Rebuilt {
     pub(crate) journal: Journaling,
     pub(crate) resumed: Resumed,
     pub(crate) seed: u64,
+    /// The host's trace the run joined when it started, if any.
+    pub(crate) host_parent: Option<a2at_core::tracectx::TraceParent>,
 }
 
 /// Loads run `run_id` from `store` and replays it (see the module docs).
@@ -495,6 +497,7 @@ pub(crate) async fn rebuild<R: Runtime>(
     let tasks_seen = run.finished_count();
     Ok(Rebuilt {
         seed: trace.header.seed,
+        host_parent: trace.header.config.trace_parent,
         run,
         journal,
         resumed: Resumed {
@@ -517,8 +520,10 @@ pub(crate) async fn resume<R: Runtime, C: ControlPoint + 'static>(
         mut journal,
         resumed,
         seed,
+        host_parent,
     } = rebuild::<R>(store, run_id).await?;
     let execution_id = run.execution_id().to_owned();
+    let trace_id = run.trace_id();
     let (events_tx, events_rx) = mpsc::channel(engine.config().event_queue);
     let (progress_tx, progress_rx) = mpsc::unbounded();
     let (cancel_tx, cancel_rx) = oneshot::channel();
@@ -557,12 +562,14 @@ pub(crate) async fn resume<R: Runtime, C: ControlPoint + 'static>(
         journal: Some(journal),
     };
     tracing::info!(%execution_id, seed, "run resumed from its journal");
-    let span = tracing::info_span!("a2at_run", %execution_id, seed, resumed = true);
+    let span = crate::telemetry::run_span(&execution_id, seed, trace_id, host_parent, true);
+    let run_span = span.clone();
     R::spawn(
         async move {
             let result = driver
                 .drive_from(run, Cancel::either(cancel_rx, Some(close_rx)), resumed)
                 .await;
+            crate::telemetry::record_outcome(&run_span, &result);
             let _ = result_tx.send(result);
         }
         .instrument(span),

@@ -306,6 +306,8 @@ struct Collected {
     trace_id: TraceId,
     span_id: SpanId,
     parent: SpanId,
+    /// Whether `parent` is the host's span (a run that joined the host's trace).
+    parent_is_remote: bool,
     fields: Fields,
 }
 
@@ -410,12 +412,22 @@ where
             .text(SPAN_ID)
             .and_then(|h| parse_span_id(&h))
             .unwrap_or_else(|| self.inner.ids.new_span_id());
+        // A run that joined a host's trace hangs under the host's span, which lives in
+        // another process or exporter: a remote parent.
+        let remote_parent = fields
+            .text(crate::telemetry::PARENT_SPAN_ID)
+            .and_then(|h| parse_span_id(&h))
+            .filter(|_| ancestor.is_none());
         span.extensions_mut().insert(Collected {
             name,
             start: SystemTime::now(),
             trace_id,
             span_id,
-            parent: ancestor.map_or(SpanId::INVALID, |(_, s)| s),
+            parent: ancestor
+                .map(|(_, s)| s)
+                .or(remote_parent)
+                .unwrap_or(SpanId::INVALID),
+            parent_is_remote: remote_parent.is_some(),
             fields,
         });
     }
@@ -450,7 +462,15 @@ where
             .fields
             .values
             .into_iter()
-            .filter(|(n, _)| ![TRACE_ID, SPAN_ID, OTEL_STATUS_CODE].contains(n))
+            .filter(|(n, _)| {
+                ![
+                    TRACE_ID,
+                    SPAN_ID,
+                    OTEL_STATUS_CODE,
+                    crate::telemetry::PARENT_SPAN_ID,
+                ]
+                .contains(n)
+            })
             .map(|(n, v)| KeyValue::new(n, v))
             .collect();
         self.inner.processor.on_end(SpanData {
@@ -462,7 +482,7 @@ where
                 TraceState::default(),
             ),
             parent_span_id: c.parent,
-            parent_span_is_remote: false,
+            parent_span_is_remote: c.parent_is_remote,
             span_kind: if c.name == EXCHANGE_SPAN {
                 SpanKind::Client
             } else {

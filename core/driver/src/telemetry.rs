@@ -83,12 +83,41 @@ pub const A2A_EXECUTION_ID: &str = "a2a.execution.id";
 pub const A2A_RUN_OUTCOME: &str = "a2a.run.outcome";
 /// The W3C trace id (32 lowercase hex digits) the requests carry.
 pub const TRACE_ID: &str = "trace_id";
+/// On the run's span, when it joined a host's trace: the host's span id (16 hex digits), the
+/// parent the run's span has in that trace.
+pub const PARENT_SPAN_ID: &str = "parent_span_id";
 /// The W3C span id (16 lowercase hex digits) of an exchange, as sent in `traceparent`.
 pub const SPAN_ID: &str = "span_id";
 
 /// 32 lowercase hex digits of a trace id.
 pub(crate) fn trace_id_hex(trace_id: u128) -> String {
     format!("{trace_id:032x}")
+}
+
+/// The span of run `execution_id`: its trace id (the one every `traceparent` of the run
+/// carries) and, when the run joined a host's trace, [`PARENT_SPAN_ID`], the host's span the
+/// run hangs under. A child of the current span, for hosts that nest with `tracing` itself.
+pub(crate) fn run_span(
+    execution_id: &str,
+    seed: u64,
+    trace_id: u128,
+    host_parent: Option<TraceParent>,
+    resumed: bool,
+) -> Span {
+    // Recorded at creation (not later): a layer reads the parent when the span opens.
+    let parent_span_id = host_parent.map(|p| format!("{:016x}", p.parent_id()));
+    tracing::info_span!(
+        "a2at_run",
+        %execution_id,
+        seed,
+        "a2a.execution.id" = %execution_id,
+        "trace_id" = %trace_id_hex(trace_id),
+        "parent_span_id" = parent_span_id.as_deref(),
+        "a2a.run.resumed" = resumed,
+        "a2a.run.outcome" = Empty,
+        "error.type" = Empty,
+        "otel.status_code" = Empty,
+    )
 }
 
 /// The A2A method a request calls, from what the core says it is for.

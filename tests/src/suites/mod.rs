@@ -395,5 +395,10 @@ macro_rules! otel_suite {
         fn an_exported_run_has_the_span_tree_and_the_ids_the_agents_received() {
             $crate::suites::otel::an_exported_run_has_the_span_tree_and_the_ids_the_agents_received::<$rt>($export);
         }
+
+        #[test]
+        fn a_run_joining_a_host_trace_is_exported_under_the_host_span() {
+            $crate::suites::otel::a_run_joining_a_host_trace_is_exported_under_the_host_span::<$rt>($export);
+        }
     };
 }

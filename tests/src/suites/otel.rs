@@ -84,6 +84,14 @@ fn secret_cards(server: &LoopbackServer) -> Vec<AgentCard> {
 /// in credentials, auth headers, URLs and the host's output) exported to a fresh collector,
 /// flushes, and returns the collector and the `traceparent` of every request the agents got.
 fn export_two_steps<T: TestRuntime>(export: Export) -> (OtlpCollector, Vec<String>) {
+    export_two_steps_under::<T>(export, None)
+}
+
+/// [`export_two_steps`], the run joining the host's trace `host_parent` when there is one.
+fn export_two_steps_under<T: TestRuntime>(
+    export: Export,
+    host_parent: Option<&str>,
+) -> (OtlpCollector, Vec<String>) {
     let collector = OtlpCollector::start();
     let (dispatch, finish) = export(&collector.endpoint(), &[COLLECTOR_HEADER]);
     let received = tracing::dispatcher::with_default(&dispatch, || {
@@ -134,11 +142,11 @@ fn export_two_steps<T: TestRuntime>(export: Export) -> (OtlpCollector, Vec<Strin
             // A span of the host that borrows an engine span's name is not the engine's: it is
             // not exported, with its unredacted field.
             let host_span = tracing::info_span!(target: "host_app", "a2at_run", token = "PLANTED-HOSTSPAN-0d0d");
-            let result = tracing::Instrument::instrument(
-                engine.run(two_steps(), Arc::new(host)).seed(7).execute(),
-                host_span,
-            )
-            .await;
+            let mut run = engine.run(two_steps(), Arc::new(host)).seed(7);
+            if let Some(parent) = host_parent {
+                run = run.traceparent(parent);
+            }
+            let result = tracing::Instrument::instrument(run.execute(), host_span).await;
             assert!(result.success, "{:?}", result.error);
             let sent = server.requests_to("alpha", "SendMessage");
             assert!(
@@ -273,4 +281,32 @@ pub fn an_exported_run_has_the_span_tree_and_the_ids_the_agents_received<T: Test
         .next()
         .expect("alpha's URL");
     assert!(alpha_url.contains("access_token=***"), "{alpha_url}");
+}
+
+/// A run that joined a host's trace (`RunBuilder::traceparent`) is exported in that trace, its
+/// run span under the host's span; everything below it as before.
+pub fn a_run_joining_a_host_trace_is_exported_under_the_host_span<T: TestRuntime>(export: Export) {
+    const HOST: &str = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01";
+    let (collector, received) = export_two_steps_under::<T>(export, Some(HOST));
+    let spans = collector.spans();
+    assert!(
+        received
+            .iter()
+            .all(|h| h.starts_with("00-4bf92f3577b34da6a3ce929d0e0e4736-")),
+        "{received:?}"
+    );
+    for s in &spans {
+        assert_eq!(s.trace_id, "4bf92f3577b34da6a3ce929d0e0e4736", "{s:#?}");
+    }
+    let runs = one(&spans, RUN_SPAN, "00f067aa0ba902b7");
+    assert_eq!(runs.len(), 1, "the run under the host's span: {spans:#?}");
+    assert!(
+        !runs[0].attributes.contains_key("parent_span_id"),
+        "the parent is a link, not an attribute"
+    );
+    assert_eq!(
+        one(&spans, STEP_SPAN, &runs[0].span_id).len(),
+        2,
+        "{spans:#?}"
+    );
 }
