@@ -647,3 +647,127 @@ pub fn time_spent_down_counts_against_the_task_budget<T: TestRuntime>() {
         assert!(attempt["atMs"].as_u64().expect("atMs") >= 24 * 3600 * 1000);
     })
 }
+
+/// One step at an agent that negotiates two rounds (in-task Negotiation-T) before it completes.
+fn negotiation() -> Arc<ValidatedWorkflow> {
+    Arc::new(
+        parse_and_validate(
+            &json!({"name": "consent", "steps": [
+                {"name": "n", "subtasks": [{"agent": "neg", "description": "move tunnel"}]}
+            ]})
+            .to_string(),
+        )
+        .expect("valid workflow"),
+    )
+}
+
+/// A host that accepts every proposal and counts the rounds it was asked about.
+fn accepting_host() -> (Arc<BuiltControlPoint>, Arc<AtomicUsize>) {
+    let asked = Arc::new(AtomicUsize::new(0));
+    let count = asked.clone();
+    let host = ControlPointBuilder::new()
+        .on_task(|req| async move {
+            Ok(MessageContent::text(req.instruction)
+                .with_extension(a2at_core::a2at::NEGOTIATION_T_URI))
+        })
+        .on_negotiation(move |req| {
+            count.fetch_add(1, Ordering::SeqCst);
+            async move {
+                let content = req
+                    .reply(a2at_core::a2at::Performative::Accept, "Accept")
+                    .map_err(|e| a2at_core::host::HostError::business("test", e.to_string()))?;
+                Ok(a2at_core::host::NegotiationReply::Send { content })
+            }
+        })
+        .build();
+    (Arc::new(host), asked)
+}
+
+/// A run stopped at any append of a two-round negotiation (before a proposal was answered,
+/// after the answer was journaled, while the reply was on its way) resumes to the uninterrupted
+/// result: no round the journal holds an answer for is asked again, and no reply is sent twice.
+pub fn a_run_stopped_mid_negotiation_resumes_without_asking_a_round_twice<T: TestRuntime>() {
+    T::block_on(async {
+        let agents = || {
+            vec![
+                ScriptedAgent::new("neg")
+                    .by_default(Plan::Negotiate(crate::agent::Negotiation::rounds(2, 3))),
+            ]
+        };
+        let (expected, appends) = {
+            let dir = tempfile::tempdir().expect("tempdir");
+            let server = LoopbackServer::start(agents()).await;
+            let store = stop_at(&dir.path().join("runs.db"), usize::MAX);
+            let (host, asked) = accepting_host();
+            let result = engine::<T>(&server)
+                .run(negotiation(), host)
+                .seed(SEED)
+                .journal(store.clone())
+                .execute()
+                .await;
+            assert!(result.success, "{:?}", result.error);
+            assert_eq!(asked.load(Ordering::SeqCst), 2, "two rounds");
+            (normalised(result), store.appends.load(Ordering::SeqCst))
+        };
+        let mut stops = 0;
+        for at in 1..=appends {
+            let dir = tempfile::tempdir().expect("tempdir");
+            let path = dir.path().join("runs.db");
+            let server = LoopbackServer::start(agents()).await;
+            let (host, _) = accepting_host();
+            let stopped = engine::<T>(&server)
+                .run(negotiation(), host)
+                .seed(SEED)
+                .journal(stop_at(&path, at))
+                .execute()
+                .await;
+            if stopped.success {
+                continue;
+            }
+            stops += 1;
+            let store = Arc::new(SqliteJournal::open(&path).expect("journal"));
+            let journaled = store.load(&stopped.execution_id).expect("load").lines;
+            let answered = journaled
+                .iter()
+                .filter(|l| l.contains(r#""type":"host_reply""#) && l.contains("negotiation"))
+                .count();
+            let (host, asked) = accepting_host();
+            let resumed = engine::<T>(&server);
+            let result = normalised(
+                resumed
+                    .resume(store, &stopped.execution_id, host)
+                    .await
+                    .unwrap_or_else(|e| panic!("resume after append {at}: {e}"))
+                    .result()
+                    .await,
+            );
+            assert_eq!(
+                without_context_ids(&result),
+                without_context_ids(&expected),
+                "stopped at append {at}"
+            );
+            assert_eq!(
+                asked.load(Ordering::SeqCst),
+                2 - answered,
+                "stopped at append {at}: {answered} rounds were answered before the stop"
+            );
+            let replies: Vec<String> = server
+                .requests("neg")
+                .iter()
+                .filter_map(|r| {
+                    r.message()
+                        .and_then(|m| m.get("messageId"))
+                        .and_then(|v| v.as_str())
+                        .map(str::to_owned)
+                })
+                .collect();
+            let unique: std::collections::BTreeSet<&String> = replies.iter().collect();
+            assert_eq!(
+                unique.len(),
+                replies.len(),
+                "stopped at append {at}: a message went twice: {replies:?}"
+            );
+        }
+        assert!(stops >= 3, "{stops} stops in {appends} appends");
+    })
+}

@@ -343,6 +343,7 @@ macro_rules! journal_suite {
                 a_journaled_run_ends_as_an_unjournaled_one,
                 a_journal_commits_only_before_something_is_carried_out,
                 a_run_stopped_at_any_append_resumes_to_the_same_result,
+                a_run_stopped_mid_negotiation_resumes_without_asking_a_round_twice,
                 a_truncated_or_garbled_journal_is_a_typed_error_naming_the_line,
                 a_killed_engine_process_resumes_to_the_same_result,
                 time_spent_down_counts_against_the_task_budget,
