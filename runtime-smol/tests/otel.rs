@@ -5,7 +5,7 @@ use tracing_subscriber::layer::SubscriberExt;
 
 a2at_tests::smol_test_runtime!(OnSmol);
 
-fn export(endpoint: &str, headers: &[(&str, &str)]) -> (tracing::Dispatch, Box<dyn FnOnce()>) {
+fn export(endpoint: &str, headers: &[(&str, &str)]) -> (tracing::Dispatch, Box<dyn Fn()>) {
     let mut config = a2at_smol::otel::OtlpConfig::new(endpoint).service_name("a2at-test");
     for (n, v) in headers {
         config = config.header(*n, *v);
@@ -14,7 +14,8 @@ fn export(endpoint: &str, headers: &[(&str, &str)]) -> (tracing::Dispatch, Box<d
     let dispatch = tracing::Dispatch::new(tracing_subscriber::registry().with(layer));
     (
         dispatch,
-        Box::new(move || guard.shutdown().expect("flushed")),
+        // Flushes on each call; dropping it shuts the export down.
+        Box::new(move || guard.flush().expect("flushed")),
     )
 }
 

@@ -1077,17 +1077,17 @@ impl<R: Runtime, C: ControlPoint + 'static> RunBuilder<R, C> {
         // The run's span (see `crate::telemetry`): a child of the host's current span.
         let span =
             crate::telemetry::run_span(&execution_id, seed, run.trace_id(), host_parent, false);
-        let run_span = span.clone();
-        R::spawn(
-            async move {
-                let result = driver
-                    .drive(run, Cancel::either(cancel_rx, Some(close_rx)))
-                    .await;
-                crate::telemetry::record_outcome(&run_span, &result);
-                let _ = result_tx.send(result);
-            }
-            .instrument(span),
-        );
+        R::spawn(async move {
+            let result = driver
+                .drive(run, Cancel::either(cancel_rx, Some(close_rx)))
+                .instrument(span.clone())
+                .await;
+            crate::telemetry::record_outcome(&span, &result);
+            // The run's span closes (once its last child has) before the result is out: a
+            // host that flushes its exporter when the result arrives gets the whole run.
+            drop(span);
+            let _ = result_tx.send(result);
+        });
         RunHandle {
             execution_id,
             seed,

@@ -563,16 +563,15 @@ pub(crate) async fn resume<R: Runtime, C: ControlPoint + 'static>(
     };
     tracing::info!(%execution_id, seed, "run resumed from its journal");
     let span = crate::telemetry::run_span(&execution_id, seed, trace_id, host_parent, true);
-    let run_span = span.clone();
-    R::spawn(
-        async move {
-            let result = driver
-                .drive_from(run, Cancel::either(cancel_rx, Some(close_rx)), resumed)
-                .await;
-            crate::telemetry::record_outcome(&run_span, &result);
-            let _ = result_tx.send(result);
-        }
-        .instrument(span),
-    );
+    R::spawn(async move {
+        let result = driver
+            .drive_from(run, Cancel::either(cancel_rx, Some(close_rx)), resumed)
+            .instrument(span.clone())
+            .await;
+        crate::telemetry::record_outcome(&span, &result);
+        // Closed before the result is out, as for a run started here.
+        drop(span);
+        let _ = result_tx.send(result);
+    });
     Ok(handle)
 }

@@ -29,7 +29,7 @@ type Engine<T> = a2at_driver::Engine<<T as TestRuntime>::Rt>;
 /// Builds the export to `endpoint` with `headers` for the collector: the subscriber to run
 /// under (a registry with the `otel` layer) and a function that flushes and shuts it down.
 pub type Export =
-    fn(endpoint: &str, headers: &[(&str, &str)]) -> (tracing::Dispatch, Box<dyn FnOnce()>);
+    fn(endpoint: &str, headers: &[(&str, &str)]) -> (tracing::Dispatch, Box<dyn Fn()>);
 
 /// The header the suite asks the export to send to the collector (a collector API key).
 pub const COLLECTOR_HEADER: (&str, &str) = ("x-collector-key", "PLANTED-COLLECTORKEY-c0c0");
@@ -160,7 +160,19 @@ fn export_two_steps_under<T: TestRuntime>(
                 .collect::<Vec<_>>()
         })
     });
-    finish();
+    // The engine's spans close in its own tasks, which may still be winding down (an aborted
+    // stream's task is dropped by the executor later) when the result has arrived: flush until
+    // the run's span, the last to close, is in. A liveness margin, not a timing assertion.
+    let (flush, mut waited) = (finish, 0);
+    loop {
+        flush();
+        if collector.spans().iter().any(|s| s.name == RUN_SPAN) || waited >= 200 {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(25));
+        waited += 1;
+    }
+    drop(flush);
     (collector, received)
 }
 
