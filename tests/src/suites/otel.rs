@@ -13,7 +13,7 @@ use crate::ScriptedAgent;
 use crate::agent::AgentFault;
 use crate::loopback::LoopbackServer;
 use crate::otlp_collector::{ExportedSpan, OtlpCollector};
-use a2at_core::a2a::AgentCard;
+use crate::suites::telemetry::secret_cards;
 use a2at_core::auth::CredentialsConfig;
 use a2at_core::host::MessageContent;
 use a2at_core::tracectx::TraceParent;
@@ -51,33 +51,6 @@ fn two_steps() -> ValidatedWorkflow {
         {"name": "b", "subtasks": [{"agent": "beta", "description": "second"}]}
     ]}).to_string())
     .unwrap()
-}
-
-/// `alpha` with an API key in the query (from credentials), userinfo and a token in its URL.
-fn secret_cards(server: &LoopbackServer) -> Vec<AgentCard> {
-    server
-        .cards()
-        .into_iter()
-        .map(|card| {
-            if card.name != "alpha" {
-                return card;
-            }
-            let mut v = card.to_json();
-            v["securitySchemes"] =
-                json!({"key": {"apiKeySecurityScheme": {"location": "query", "name": "api_key"}}});
-            v["securityRequirements"] = json!([{"schemes": {"key": {}}}]);
-            for iface in v["supportedInterfaces"]
-                .as_array_mut()
-                .into_iter()
-                .flatten()
-            {
-                let url = iface["url"].as_str().unwrap_or_default().to_owned();
-                let url = url.replacen("http://", "http://user:PLANTED-USERINFO-3e1d@", 1);
-                iface["url"] = json!(format!("{url}?access_token=PLANTED-URLTOKEN-77aa"));
-            }
-            AgentCard::from_json_value(&v).unwrap()
-        })
-        .collect()
 }
 
 /// Runs the two-step workflow (alpha's first send answered 503 and retried; secrets planted

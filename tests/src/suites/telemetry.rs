@@ -207,8 +207,8 @@ pub fn a_failed_attempt_is_its_own_exchange_span_marked_as_an_error<T: TestRunti
 }
 
 /// `alpha` with an API key in the query (from credentials) and a URL with userinfo and a
-/// secret-looking query parameter of its own.
-fn secret_cards(server: &LoopbackServer) -> Vec<AgentCard> {
+/// secret-looking query parameter of its own (also the OTLP suite's).
+pub fn secret_cards(server: &LoopbackServer) -> Vec<AgentCard> {
     server
         .cards()
         .into_iter()
