@@ -286,7 +286,11 @@ impl<R: Runtime, C: ControlPoint + 'static> Driver<R, C> {
             // (and the conversation hook they may call) is carried out. A turn without
             // outputs (a response head, say) has nothing to protect: its lines wait for the
             // next commit, and a crash before it only loses what no one has acted on yet.
-            let effects = !outputs.is_empty() || reask.is_some();
+            // The conversation hook is an effect too: a finished task it has not been told
+            // about must not be told before the input that finished it is durable.
+            let effects = !outputs.is_empty()
+                || reask.is_some()
+                || (self.on_conversation_closed.is_some() && run.finished_count() > tasks_seen);
             if let Some(journal) = self.journal.as_mut().filter(|_| effects) {
                 if let Err(error) = journal.commit::<R>().await {
                     tracing::error!(%error, "the run's journal cannot be written: the run stops here");
