@@ -312,3 +312,26 @@ fn streaming_call_without_content_type_is_read_as_sse() {
     );
     assert_eq!(describe(&items), ["task:TASK_STATE_WORKING", "end:1"]);
 }
+
+#[test]
+fn an_event_of_exactly_the_limit_is_decoded_and_one_byte_more_is_not() {
+    // The limit counts the event's bytes as sent: its lines with their terminators, the blank
+    // line that ends it included.
+    let event = b"data: xx\n\n";
+    let decode = |limit: usize| {
+        let mut d = SseDecoder::new(limit);
+        let mut out = Vec::new();
+        let r = d.push(event, &mut out);
+        (r, out.len())
+    };
+    assert_eq!(decode(event.len()), (Ok(()), 1));
+    assert_eq!(
+        decode(event.len() - 1),
+        (
+            Err(SseError::EventTooLarge {
+                limit: event.len() - 1
+            }),
+            0
+        )
+    );
+}
