@@ -335,3 +335,13 @@ fn an_event_of_exactly_the_limit_is_decoded_and_one_byte_more_is_not() {
         )
     );
 }
+
+#[test]
+fn an_id_holding_a_null_character_is_ignored() {
+    let mut d = SseDecoder::new(1024);
+    let mut out = Vec::new();
+    d.push(b"id: 7\ndata: a\n\nid: 8\0x\ndata: b\n\n", &mut out)
+        .unwrap();
+    assert_eq!(out[0].id.as_deref(), Some("7"));
+    assert_ne!(out[1].id.as_deref(), Some("8\0x"), "{out:?}");
+}
