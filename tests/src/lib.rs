@@ -23,6 +23,7 @@ pub mod pg;
 pub mod random_scenario;
 pub mod runtime;
 pub mod sim;
+pub mod store_contract;
 pub mod suites;
 pub mod trace_io;
 pub mod workloads;

@@ -14,6 +14,7 @@ use a2at_driver::{
 use a2at_tests::loopback::LoopbackServer;
 use a2at_tests::pg::{PASSWORD, PgServer};
 use a2at_tests::runtime::TestRuntime;
+use a2at_tests::store_contract::{check_store_contract, lines};
 use a2at_tests::suites::journal::{
     SEED, agents, baseline, chain, duplicate_sends, echo_host, engine_for, normalised,
     without_context_ids,
@@ -22,10 +23,6 @@ use serde_json::{Value, json};
 
 a2at_tests::tokio_test_runtime!(OnTokio, multi_thread);
 a2at_tests::smol_test_runtime!(OnSmol);
-
-fn lines(v: &[&str]) -> Vec<String> {
-    v.iter().map(|s| (*s).to_owned()).collect()
-}
 
 fn store(pg: &PgServer, owner: &str, ttl: Duration) -> PostgresJournal {
     PostgresJournal::builder(&pg.url())
@@ -61,62 +58,15 @@ fn appends_in_order_and_refuses_duplicates_gaps_and_unknown_runs() {
         return;
     };
     let j = store(&pg, "A", Duration::from_secs(60));
-    j.create_run("r1", "H", 42).expect("create");
-    assert_eq!(
-        j.create_run("r1", "H", 42),
-        Err(JournalError::AlreadyExists {
-            run_id: "r1".into()
-        })
-    );
-    j.append("r1", 1, &lines(&["a", "b"])).expect("append");
-    j.append("r1", 3, &lines(&["c"])).expect("append");
-    // A duplicate and a gap are refused, and leave the journal as it was.
-    assert!(matches!(
-        j.append("r1", 3, &lines(&["x"])),
-        Err(JournalError::OutOfOrder {
-            expected: 4,
-            got: 3,
-            ..
-        })
-    ));
-    assert!(matches!(
-        j.append("r1", 6, &lines(&["x"])),
-        Err(JournalError::OutOfOrder {
-            expected: 4,
-            got: 6,
-            ..
-        })
-    ));
-    assert!(matches!(
-        j.append("nope", 1, &lines(&["x"])),
-        Err(JournalError::UnknownRun { .. })
-    ));
-    assert!(matches!(
-        j.load("nope"),
-        Err(JournalError::UnknownRun { .. })
-    ));
-    let run = j.load("r1").expect("load");
-    assert_eq!(run.header, "H");
-    assert_eq!(run.started_at_ms, 42);
-    assert_eq!(run.lines, lines(&["a", "b", "c"]));
-    assert!(!run.finished);
-    let listed = j.list().expect("list");
-    assert_eq!(listed.len(), 1);
-    assert_eq!(listed[0].lines, 3);
-    assert_eq!(listed[0].lease_owner.as_deref(), Some("A"));
-    assert!(listed[0].lease_until_ms.is_some());
-    j.mark_finished("r1").expect("finish");
-    assert!(matches!(
-        j.append("r1", 4, &lines(&["d"])),
-        Err(JournalError::Finished { .. })
-    ));
+    let finished = check_store_contract(&j, |open| {
+        assert_eq!(open.lease_owner.as_deref(), Some("A"));
+        assert!(open.lease_until_ms.is_some());
+    });
     assert!(matches!(
         j.acquire("r1"),
         Err(JournalError::Finished { .. })
     ));
-    let listed = j.list().expect("list");
-    assert!(listed[0].finished);
-    assert_eq!(listed[0].lease_owner, None);
+    assert_eq!(finished.lease_owner, None);
     // The database is the store: a second connection reads the same journal.
     drop(j);
     let again = store(&pg, "B", Duration::from_secs(60));
