@@ -16,8 +16,7 @@ use a2at_tests::pg::{PASSWORD, PgServer};
 use a2at_tests::runtime::TestRuntime;
 use a2at_tests::store_contract::{check_store_contract, lines};
 use a2at_tests::suites::journal::{
-    SEED, agents, baseline, chain, duplicate_sends, echo_host, engine_for, normalised,
-    without_context_ids,
+    SEED, agents, baseline, chain, echo_host, engine_for, resume_to_expected,
 };
 use serde_json::{Value, json};
 
@@ -464,25 +463,7 @@ fn a_killed_engine_process_is_taken_over_by_another<T: TestRuntime>(test_name: &
                 assert!(polls < 1200, "A's lease on {} never expired", run.run_id);
                 T::sleep(Duration::from_millis(50)).await;
             }
-            let resumed = engine_for::<T>(server.cards());
-            let result = resumed
-                .resume(b.clone(), &run.run_id, echo_host())
-                .await
-                .unwrap_or_else(|e| panic!("resume after line {}: {e}", run.lines))
-                .result()
-                .await;
-            assert_eq!(
-                without_context_ids(&normalised(result)),
-                without_context_ids(&expected),
-                "killed after line {}",
-                run.lines
-            );
-            let duplicates = duplicate_sends(&server);
-            assert!(
-                duplicates.is_empty(),
-                "killed after line {}: sent twice: {duplicates:?}",
-                run.lines
-            );
+            resume_to_expected::<T>(&server, b.clone(), &run, &expected).await;
             let after = this_run().expect("the run");
             assert!(after.finished, "B finished the run");
             // (No more lines when A died after its last input, before marking the end.)

@@ -491,6 +491,36 @@ fn next(state: &mut u64) -> u64 {
     *state
 }
 
+/// Resumes the killed run `run` from `store` with a new engine for `server`'s agents, as a new
+/// process would, and checks that it ends as the uninterrupted run (`expected`) without any
+/// message reaching an agent twice.
+pub async fn resume_to_expected<T: TestRuntime>(
+    server: &LoopbackServer,
+    store: Arc<dyn JournalStore>,
+    run: &RunSummary,
+    expected: &ExecutionResult,
+) {
+    let resumed = engine::<T>(server);
+    let result = resumed
+        .resume(store, &run.run_id, echo_host())
+        .await
+        .unwrap_or_else(|e| panic!("resume after line {}: {e}", run.lines))
+        .result()
+        .await;
+    assert_eq!(
+        without_context_ids(&normalised(result)),
+        without_context_ids(expected),
+        "killed after line {}",
+        run.lines
+    );
+    let duplicates = duplicate_sends(server);
+    assert!(
+        duplicates.is_empty(),
+        "killed after line {}: sent twice: {duplicates:?}",
+        run.lines
+    );
+}
+
 pub fn a_killed_engine_process_resumes_to_the_same_result<T: TestRuntime>() {
     const ROUNDS: usize = 8;
     if let Ok(spec) = std::env::var(CHILD_ENV) {
@@ -555,25 +585,7 @@ pub fn a_killed_engine_process_resumes_to_the_same_result<T: TestRuntime>() {
             };
             killed += 1;
             eprintln!("killed after line {} (asked at {kill_at})", run.lines);
-            let resumed = engine::<T>(&server);
-            let result = resumed
-                .resume(store.clone(), &run.run_id, echo_host())
-                .await
-                .unwrap_or_else(|e| panic!("resume after line {}: {e}", run.lines))
-                .result()
-                .await;
-            assert_eq!(
-                without_context_ids(&normalised(result)),
-                without_context_ids(&expected),
-                "killed after line {}",
-                run.lines
-            );
-            let duplicates = duplicate_sends(&server);
-            assert!(
-                duplicates.is_empty(),
-                "killed after line {}: sent twice: {duplicates:?}",
-                run.lines
-            );
+            resume_to_expected::<T>(&server, store.clone(), &run, &expected).await;
         }
         eprintln!("{killed} of {ROUNDS} engine processes killed mid-run and resumed");
         assert!(killed > 0, "no child was killed mid-run");
