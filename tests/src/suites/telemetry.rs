@@ -234,33 +234,40 @@ pub fn secret_cards(server: &LoopbackServer) -> Vec<AgentCard> {
         .collect()
 }
 
+/// An engine builder for [`secret_cards`] with secrets planted in every credential path: a
+/// bearer token and an API key header (auth hook) for `beta`, a query API key (credentials)
+/// for `alpha` (also the OTLP suite's).
+pub fn secret_engine<T: TestRuntime>(
+    server: &LoopbackServer,
+) -> a2at_driver::EngineBuilder<<T as TestRuntime>::Rt> {
+    let hook: a2at_driver::AuthHook = Arc::new(|req| {
+        Ok(if req.agent == "beta" {
+            vec![
+                (
+                    "Authorization".to_owned(),
+                    "Bearer PLANTED-BEARER-7f3a".to_owned(),
+                ),
+                ("X-Api-Key".to_owned(), "PLANTED-APIKEY-91c2".to_owned()),
+            ]
+        } else {
+            Vec::new()
+        })
+    });
+    let creds = CredentialsConfig::from_json_value(
+        &json!({"alpha": {"key": {"api_key": "PLANTED-QUERYKEY-5b5b"}}}),
+        None,
+    )
+    .unwrap();
+    Engine::<T>::builder(secret_cards(server))
+        .auth_headers(hook)
+        .credentials(creds)
+}
+
 pub fn planted_secrets_never_reach_spans_or_events<T: TestRuntime>() {
     let ((), captured) = capture_spans(|| {
         T::block_on(async {
             let server = LoopbackServer::start(agents()).await;
-            let hook: a2at_driver::AuthHook = Arc::new(|req| {
-                Ok(if req.agent == "beta" {
-                    vec![
-                        (
-                            "Authorization".to_owned(),
-                            "Bearer PLANTED-BEARER-7f3a".to_owned(),
-                        ),
-                        ("X-Api-Key".to_owned(), "PLANTED-APIKEY-91c2".to_owned()),
-                    ]
-                } else {
-                    Vec::new()
-                })
-            });
-            let creds = CredentialsConfig::from_json_value(
-                &json!({"alpha": {"key": {"api_key": "PLANTED-QUERYKEY-5b5b"}}}),
-                None,
-            )
-            .unwrap();
-            let engine = Engine::<T>::builder(secret_cards(&server))
-                .auth_headers(hook)
-                .credentials(creds)
-                .build()
-                .unwrap();
+            let engine = secret_engine::<T>(&server).build().unwrap();
             let host = ControlPointBuilder::new()
                 .on_task(|r| async move {
                     Ok(MessageContent::text(r.instruction)
