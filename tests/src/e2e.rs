@@ -132,7 +132,12 @@ struct Agents {
 
 impl Agents {
     fn start() -> Agents {
-        let exe = std::env::current_exe().expect("the bench binary");
+        // Under valgrind the current executable is the tool, not this binary: a profiling run
+        // names the bench binary in `A2AT_E2E_EXE` so the agent server starts natively.
+        let exe = std::env::var_os("A2AT_E2E_EXE").map_or_else(
+            || std::env::current_exe().expect("the bench binary"),
+            std::path::PathBuf::from,
+        );
         let mut child = Command::new(exe)
             .env(SERVER_ENV, "1")
             .stdin(Stdio::piped())
@@ -337,8 +342,7 @@ async fn direct_fan_out<B: BenchRuntime>(client: &B::Client, url: &str, width: u
 
 /// CPU time of the whole process (user + system, all threads).
 fn cpu_time() -> Duration {
-    let t = rustix::time::clock_gettime(rustix::time::ClockId::ProcessCPUTime);
-    Duration::new(t.tv_sec as u64, t.tv_nsec as u32)
+    cpu_time::ProcessTime::now().as_duration()
 }
 
 /// A `kB` field of `/proc/self/status` (`VmRSS`, `VmHWM`).
