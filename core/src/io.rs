@@ -4,6 +4,8 @@
 //! response bytes itself, so every runtime shares all protocol behaviour and a recorded trace
 //! of inputs replays byte for byte.
 
+use std::sync::Arc;
+
 use serde::{Deserialize, Serialize};
 
 use crate::a2a::HttpMethod;
@@ -127,8 +129,10 @@ pub enum Output {
     },
     /// Deliver an event to the host's event sink.
     Event(Event),
-    /// The run is over; no more outputs follow.
-    Finished(Box<ExecutionResult>),
+    /// The run is over; no more outputs follow. The result is shared with
+    /// [`crate::Run::result`] rather than copied: once the run is dropped, `Arc::try_unwrap`
+    /// takes it without a copy.
+    Finished(Arc<ExecutionResult>),
 }
 
 /// What an HTTP exchange is for; lets the driver log and limit without parsing bodies.

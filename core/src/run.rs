@@ -184,7 +184,7 @@ pub struct Run {
     finish_order: Vec<TaskKey>,
     failure: Option<RunError>,
     cancelled: bool,
-    finished: Option<ExecutionResult>,
+    finished: Option<Arc<ExecutionResult>>,
     started: bool,
 }
 
@@ -295,7 +295,7 @@ impl Run {
 
     /// The result, once finished.
     pub fn result(&self) -> Option<&ExecutionResult> {
-        self.finished.as_ref()
+        self.finished.as_deref()
     }
 
     /// A consistent snapshot of the run now: every step's state, the subtasks in flight per
@@ -604,7 +604,10 @@ impl Run {
                 ]),
             }
         });
-        self.ctx.push(Output::Finished(Box::new(result.clone())));
+        // One result for the output and for `result()`: a copy would cost as much as the
+        // whole history and double the run's peak memory at its end.
+        let result = Arc::new(result);
+        self.ctx.push(Output::Finished(Arc::clone(&result)));
         self.finished = Some(result);
     }
 

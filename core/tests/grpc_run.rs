@@ -43,7 +43,7 @@ fn pairs(p: &[(&str, &str)]) -> Vec<(String, String)> {
 
 /// Runs a one-step workflow against agent `g` and returns the first transmit and the result.
 /// Requests after the first (cleanup) get a transport failure.
-fn run(card: AgentCard, answer: Answer) -> (HttpRequest, Box<ExecutionResult>) {
+fn run(card: AgentCard, answer: Answer) -> (HttpRequest, std::sync::Arc<ExecutionResult>) {
     let wf = parse_and_validate(
         r#"{"steps": [{"name": "s", "subtasks": [{"agent": "g", "description": "d"}]}]}"#,
     )

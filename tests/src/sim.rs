@@ -115,6 +115,8 @@ enum Pending {
 /// The simulator.
 pub struct Sim {
     run: Run,
+    /// The result shared with the `Finished` output, once the run finished.
+    finished: Option<Arc<ExecutionResult>>,
     agents: BTreeMap<String, ScriptedAgent>,
     host: ScriptedHost,
     now: Timestamp,
@@ -157,6 +159,7 @@ impl Sim {
         let run = Run::new(workflow, directory, config, start);
         Sim {
             run,
+            finished: None,
             agents: agents.into_iter().map(|a| (a.name.clone(), a)).collect(),
             host,
             now: Timestamp::ZERO,
@@ -304,8 +307,12 @@ impl Sim {
             }
             text
         });
+        // The run shares its result with the `Finished` output; once the run (and, when quiet,
+        // every other copy of that output) is gone, the result is taken whole.
+        let finished = self.finished.take();
+        drop(self.run);
         SimOutcome {
-            result: self.run.result().cloned(),
+            result: finished.map(Arc::unwrap_or_clone),
             trace,
             log: self.log,
             end: self.now,
@@ -326,7 +333,8 @@ impl Sim {
                     self.queue.retain(|_, (o, _)| *o != Some(op));
                 }
                 Output::CallHost { call, request } => self.call_host(call, request),
-                Output::AbandonHostCall { .. } | Output::Event(_) | Output::Finished(_) => {}
+                Output::Finished(result) => self.finished = Some(result),
+                Output::AbandonHostCall { .. } | Output::Event(_) => {}
                 _ => {}
             }
         }

@@ -368,7 +368,11 @@ impl<R: Runtime, C: ControlPoint + 'static> Driver<R, C> {
                         if let Some(journal) = &mut self.journal {
                             journal.finish::<R>().await;
                         }
-                        return self.finish(*result, collected).await;
+                        // The run holds the other reference to the result: without it the
+                        // result is taken whole instead of copied.
+                        drop(run);
+                        let result = Arc::unwrap_or_clone(result);
+                        return self.finish(result, collected).await;
                     }
                     other => tracing::warn!(?other, "output not understood by this runtime"),
                 }

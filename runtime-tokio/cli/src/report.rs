@@ -269,7 +269,7 @@ impl Builder {
             }
             Some("finished") => {
                 if let Ok(Output::Finished(result)) = output_from_value(v.clone()) {
-                    self.result = Some(*result);
+                    self.result = Some(std::sync::Arc::unwrap_or_clone(result));
                 }
             }
             _ => {}
