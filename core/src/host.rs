@@ -10,6 +10,7 @@
 
 use core::future::Future;
 use core::time::Duration;
+use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
@@ -147,8 +148,10 @@ pub struct WorkflowInput {
 pub struct UpstreamStepResult {
     /// The upstream step.
     pub step_name: String,
-    /// One entry per subtask, in subtask order.
-    pub task_results: Vec<TaskExecutionResult>,
+    /// One entry per subtask, in subtask order. Each result is shared with the run's own
+    /// record of it (and with every other request that carries it), so a window costs no copy
+    /// of the results.
+    pub task_results: Vec<Arc<TaskExecutionResult>>,
 }
 
 /// Outcome of one subtask.
@@ -354,8 +357,8 @@ pub struct RouteRequest {
     pub condition: String,
     /// The same upstream window the source step received.
     pub workflow_input: WorkflowInput,
-    /// The source step's own results.
-    pub current_results: Vec<TaskExecutionResult>,
+    /// The source step's own results, shared like [`UpstreamStepResult::task_results`].
+    pub current_results: Vec<Arc<TaskExecutionResult>>,
 }
 
 /// The host's answer for one conditional edge.

@@ -89,7 +89,7 @@ struct StepState {
     unsettled_predecessors: usize,
     activated: bool,
     window: WorkflowInput,
-    results: Vec<Option<TaskExecutionResult>>,
+    results: Vec<Option<Arc<TaskExecutionResult>>>,
     running: usize,
     winner_found: bool,
     routing: Option<RoutingState>,
@@ -375,7 +375,7 @@ impl Run {
             .get(key.step.index())?
             .results
             .get(key.subtask as usize)?
-            .as_ref()
+            .as_deref()
     }
 
     /// Feeds one input that happened at `now`.
@@ -622,6 +622,8 @@ impl Run {
                     .results
                     .get_mut(key.subtask as usize)
                     .and_then(Option::take)
+                    // Requests still held elsewhere (a host that kept one) share it: copy then.
+                    .map(Arc::unwrap_or_clone)
             })
             .collect()
     }
@@ -858,7 +860,7 @@ impl Run {
         let won = result.status == TaskStatus::Success;
         self.finish_order.push(key);
         let state = &mut self.steps[step_id.index()];
-        state.results[key.subtask as usize] = Some(result);
+        state.results[key.subtask as usize] = Some(Arc::new(result));
         state.running -= 1;
         if step_type == StepType::AnySuccess && won && !state.winner_found {
             state.winner_found = true;
@@ -882,7 +884,8 @@ impl Run {
     fn complete_step(&mut self, id: StepId) {
         let step = self.workflow.step(id);
         let state = &self.steps[id.index()];
-        let results: Vec<&TaskExecutionResult> = state.results.iter().flatten().collect();
+        let results: Vec<&TaskExecutionResult> =
+            state.results.iter().flatten().map(|r| &**r).collect();
         let succeeded = match step.step_type {
             StepType::AnySuccess => {
                 results.is_empty() || results.iter().any(|r| r.status == TaskStatus::Success)
@@ -964,17 +967,17 @@ impl Run {
         let mut calls = Vec::new();
         // Route requests are the window's last readers: they all go out here.
         let window = std::mem::take(&mut self.steps[id.index()].window);
-        let current_results: Vec<TaskExecutionResult> = if edges.iter().any(|e| e.is_conditional())
-        {
-            self.steps[id.index()]
-                .results
-                .iter()
-                .flatten()
-                .cloned()
-                .collect()
-        } else {
-            Vec::new()
-        };
+        let current_results: Vec<Arc<TaskExecutionResult>> =
+            if edges.iter().any(|e| e.is_conditional()) {
+                self.steps[id.index()]
+                    .results
+                    .iter()
+                    .flatten()
+                    .cloned()
+                    .collect()
+            } else {
+                Vec::new()
+            };
         for (i, edge) in edges.iter().enumerate() {
             if !edge.is_conditional() {
                 decisions.push(Some(RouteDecision::allow(None)));

@@ -4,7 +4,7 @@
 use std::sync::Arc;
 
 use a2at_core::agents::AgentDirectory;
-use a2at_core::host::{HostReply, HostRequest, TaskResult};
+use a2at_core::host::{HostReply, HostRequest, RouteDecision, TaskExecutionResult, TaskResult};
 use a2at_core::run::{Run, RunConfig, RunStart};
 use a2at_core::workflow::parse_and_validate;
 use a2at_core::{ExecutionResult, Input, Output, Timestamp};
@@ -59,4 +59,99 @@ fn dropping_the_run_leaves_the_output_the_only_owner() {
         owned.step_outputs["local"]["sum up"],
         vec![serde_json::json!("ok")]
     );
+}
+
+/// `a` feeds `b` (plain edge) and `c` (conditional edge); every host request is kept alive
+/// until the end, as a host that stores them would.
+fn fan_out_keeping_requests() -> (Vec<HostRequest>, Arc<ExecutionResult>) {
+    let wf = parse_and_validate(
+        r#"{"steps": [
+            {"name": "a", "step_type": "SELF_LOOP",
+             "subtasks": [{"agent": "me", "description": "first"}],
+             "next": [{"step": "b"}, {"step": "c", "condition": "when it fits"}]},
+            {"name": "b", "step_type": "SELF_LOOP", "subtasks": [{"agent": "me", "description": "second"}]},
+            {"name": "c", "step_type": "SELF_LOOP", "subtasks": [{"agent": "me", "description": "third"}]}
+        ]}"#,
+    )
+    .unwrap();
+    let mut run = Run::new(
+        Arc::new(wf),
+        Arc::new(AgentDirectory::default()),
+        RunConfig::default(),
+        RunStart::default(),
+    );
+    let mut kept = Vec::new();
+    loop {
+        match run.poll_output() {
+            Some(Output::CallHost { call, request }) => {
+                let reply = match &request {
+                    HostRequest::SelfTask(r) => HostReply::SelfTask(Ok(TaskResult::success(vec![
+                        format!("out of {}", r.step_name).into(),
+                    ]))),
+                    HostRequest::Route(_) => HostReply::Route(Ok(RouteDecision::allow(None))),
+                    other => panic!("unexpected request {other:?}"),
+                };
+                kept.push(request);
+                run.handle(Input::HostReply { call, reply }, Timestamp::ZERO)
+                    .unwrap();
+            }
+            Some(Output::Finished(result)) => {
+                drop(run);
+                return (kept, result);
+            }
+            Some(_) => {}
+            None => panic!("self-loop steps and routes need no timers"),
+        }
+    }
+}
+
+fn window_entry<'r>(requests: &'r [HostRequest], step: &str) -> &'r Arc<TaskExecutionResult> {
+    requests
+        .iter()
+        .find_map(|r| match r {
+            HostRequest::SelfTask(t) if t.step_name == step => {
+                Some(&t.workflow_input.upstream_results[0].task_results[0])
+            }
+            _ => None,
+        })
+        .unwrap_or_else(|| panic!("no request for step {step}"))
+}
+
+#[test]
+fn every_request_shares_one_copy_of_an_upstream_result() {
+    let (requests, result) = fan_out_keeping_requests();
+    assert!(result.success, "{:?}", result.error);
+    let for_b = window_entry(&requests, "b");
+    let for_c = window_entry(&requests, "c");
+    let routed = requests
+        .iter()
+        .find_map(|r| match r {
+            HostRequest::Route(route) => Some(&route.current_results[0]),
+            _ => None,
+        })
+        .expect("the conditional edge was asked");
+    assert_eq!(for_b.outputs, vec![serde_json::json!("out of a")]);
+    assert!(
+        Arc::ptr_eq(for_b, for_c),
+        "b and c got two copies of a's result"
+    );
+    assert!(
+        Arc::ptr_eq(for_b, routed),
+        "the route request got its own copy of a's result"
+    );
+}
+
+#[test]
+fn results_still_held_by_a_host_stay_in_the_history() {
+    // The host still holds requests carrying a's result when the run ends: the history must
+    // copy it rather than lose it.
+    let (requests, result) = fan_out_keeping_requests();
+    let history: Vec<(&str, &[serde_json::Value])> = result
+        .history
+        .iter()
+        .map(|r| (r.step_name.as_str(), r.outputs.as_slice()))
+        .collect();
+    assert_eq!(history.len(), 3, "{history:?}");
+    assert_eq!(history[0], ("a", &[serde_json::json!("out of a")][..]));
+    assert_eq!(window_entry(&requests, "b").step_name, "a");
 }

@@ -345,7 +345,7 @@ fn self_task(req: &TaskRequest) -> TaskResult {
         .workflow_input
         .upstream_results
         .iter()
-        .flat_map(|s| &s.task_results)
+        .flat_map(|s| s.task_results.iter().map(|r| &**r))
         .collect();
     match req.step_name.as_str() {
         "aggregate" => {
