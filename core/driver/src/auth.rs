@@ -94,14 +94,19 @@ impl Authenticator {
             {
                 Resolution::Ready(material) => return Ok(material),
                 Resolution::Login(pending) => {
-                    match within::<R, _>(self.login_timeout, login(client, &pending, agent, log))
-                        .await
-                        .unwrap_or_else(|| {
-                            Err(format!(
-                                "no complete login response within {:?}",
-                                self.login_timeout
-                            ))
-                        }) {
+                    // Boxed: a login is a whole HTTP exchange, rare next to the requests that
+                    // reuse its token, and every exchange's future would otherwise carry it.
+                    match Box::pin(within::<R, _>(
+                        self.login_timeout,
+                        login(client, &pending, agent, log),
+                    ))
+                    .await
+                    .unwrap_or_else(|| {
+                        Err(format!(
+                            "no complete login response within {:?}",
+                            self.login_timeout
+                        ))
+                    }) {
                         Ok(token) => cache.finish_login(
                             &key,
                             &pending.scheme,

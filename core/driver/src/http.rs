@@ -234,7 +234,9 @@ impl<R: Runtime> Connector<R> {
         loop {
             let (mut sender, pooled) = match self.checkout(&origin) {
                 Some(sender) => (sender, true),
-                None => (self.connect(&origin).await?, false),
+                // Boxed: a connect (TCP, TLS, proxy tunnel) is a large future that pooled
+                // requests never need, and every in-flight exchange would carry its size.
+                None => (Box::pin(self.connect(&origin)).await?, false),
             };
             match sender.try_send_request(request).await {
                 Ok(response) => {

@@ -127,7 +127,8 @@ impl<R: Runtime> Http2Connector<R> {
             let (mut sender, shared) = match self.existing(&origin) {
                 Some(sender) => (sender, true),
                 None => {
-                    let sender = self.connect(&origin).await?;
+                    // Boxed for the same reason as the HTTP/1.1 connect: rare and large.
+                    let sender = Box::pin(self.connect(&origin)).await?;
                     self.connections
                         .lock()
                         .unwrap_or_else(|e| e.into_inner())

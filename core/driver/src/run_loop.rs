@@ -605,7 +605,9 @@ pub(crate) fn spawn_abortable<R: Runtime>(
     task: impl std::future::Future<Output = ()> + Send + 'static,
 ) -> AbortHandle {
     let (handle, registration) = AbortHandle::new_pair();
-    R::spawn(Abortable::new(task, registration).map(|_| ()));
+    // Boxed once here, the task moves as a pointer through the wrappers and into the
+    // runtime's task instead of being copied at each step.
+    R::spawn(Abortable::new(Box::pin(task), registration).map(|_| ()));
     handle
 }
 
