@@ -151,6 +151,8 @@ mod tls;
 mod transport;
 #[cfg(test)]
 mod transport_tests;
+#[cfg(test)]
+mod waiter_tests;
 
 pub use a2at_core;
 

@@ -183,52 +183,66 @@ impl<R: Runtime> Waiter<R> {
     }
 
     /// The next input (`Input::Cancel` for the cancel signal) or `None` when the deadline fired,
-    /// with the time it happened. Re-arms the timer only when `deadline` changed.
+    /// with the time it happened.
+    ///
+    /// The runtime's timer is re-armed only for an earlier deadline. A later deadline (each new
+    /// subtask's budget, for one) keeps the timer already armed: arming one costs the reactor a
+    /// wake-up and a timer update, once per request otherwise. When that timer fires before the
+    /// current deadline, nothing is reported and the wait goes on until the real one.
     pub(crate) async fn next(
         &mut self,
         deadline: Option<Timestamp>,
         rx: &mut mpsc::Receiver<Input>,
     ) -> (Timestamp, Option<Input>) {
-        if deadline != self.armed {
-            self.armed = deadline;
-            let (epoch, offset) = (self.epoch, self.offset);
-            self.sleep = deadline.map(|d| {
-                let after = Duration::from_micros(d.as_micros()).saturating_sub(offset);
-                match epoch.checked_add(after) {
-                    Some(at) => R::sleep_until(at),
-                    None => std::future::pending().boxed(),
+        loop {
+            let earlier = match (deadline, self.armed) {
+                (Some(d), Some(armed)) => d < armed,
+                (Some(_), None) => true,
+                (None, _) => false,
+            };
+            if earlier {
+                self.armed = deadline;
+                let (epoch, offset) = (self.epoch, self.offset);
+                self.sleep = deadline.map(|d| {
+                    let after = Duration::from_micros(d.as_micros()).saturating_sub(offset);
+                    match epoch.checked_add(after) {
+                        Some(at) => R::sleep_until(at),
+                        None => std::future::pending().boxed(),
+                    }
+                });
+            }
+            let wake = std::future::poll_fn(|cx| {
+                if let Some(c) = self.cancel.as_mut() {
+                    if c.poll(cx).is_ready() {
+                        self.cancel = None;
+                        return Poll::Ready(Wake::Cancel);
+                    }
                 }
-            });
+                if let Poll::Ready(Some(input)) = rx.poll_next_unpin(cx) {
+                    return Poll::Ready(Wake::Input(input));
+                }
+                if let Some(s) = self.sleep.as_mut() {
+                    if s.poll_unpin(cx).is_ready() {
+                        return Poll::Ready(Wake::Timer);
+                    }
+                }
+                Poll::Pending
+            })
+            .await;
+            match wake {
+                Wake::Cancel => return (self.now(), Some(Input::Cancel)),
+                Wake::Input(input) => return (self.now(), Some(input)),
+                Wake::Timer => {
+                    // A fired timer is not polled again: the next pass arms a new one.
+                    self.armed = None;
+                    self.sleep = None;
+                    let now = self.now();
+                    if deadline.is_some_and(|d| now >= d) {
+                        return (now, None);
+                    }
+                }
+            }
         }
-        let wake = std::future::poll_fn(|cx| {
-            if let Some(c) = self.cancel.as_mut() {
-                if c.poll(cx).is_ready() {
-                    self.cancel = None;
-                    return Poll::Ready(Wake::Cancel);
-                }
-            }
-            if let Poll::Ready(Some(input)) = rx.poll_next_unpin(cx) {
-                return Poll::Ready(Wake::Input(input));
-            }
-            if let Some(s) = self.sleep.as_mut() {
-                if s.poll_unpin(cx).is_ready() {
-                    return Poll::Ready(Wake::Timer);
-                }
-            }
-            Poll::Pending
-        })
-        .await;
-        let input = match wake {
-            Wake::Cancel => Some(Input::Cancel),
-            Wake::Input(input) => Some(input),
-            Wake::Timer => {
-                // A fired timer is not polled again: re-arm on the next pass.
-                self.armed = None;
-                self.sleep = None;
-                None
-            }
-        };
-        (self.now(), input)
     }
 }
 

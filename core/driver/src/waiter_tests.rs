@@ -1,0 +1,120 @@
+//! The run loop's waiter: the runtime's timer is armed again only for an earlier deadline, and
+//! a timer left from an earlier deadline never reports a timeout before the current one.
+use std::cell::Cell;
+use std::time::Duration;
+
+use a2at_core::io::Input;
+use a2at_core::{OpId, Timestamp};
+use futures::SinkExt;
+use futures::channel::{mpsc, oneshot};
+
+use crate::run_loop::Waiter;
+
+thread_local! {
+    /// Timers armed on this thread (each test runs on its own current-thread runtime).
+    static ARMED: Cell<usize> = const { Cell::new(0) };
+}
+
+/// tokio with paused time as the runtime, counting the timers the waiter arms.
+#[derive(Debug, Clone)]
+struct CountingClock;
+
+impl crate::Runtime for CountingClock {
+    type TcpStream = smol::net::TcpStream;
+
+    fn now() -> std::time::Instant {
+        tokio::time::Instant::now().into_std()
+    }
+
+    fn sleep_until(at: std::time::Instant) -> crate::BoxFuture<()> {
+        ARMED.with(|n| n.set(n.get() + 1));
+        Box::pin(tokio::time::sleep_until(at.into()))
+    }
+
+    fn spawn(task: impl std::future::Future<Output = ()> + Send + 'static) {
+        tokio::spawn(task);
+    }
+
+    async fn run_blocking(call: impl FnOnce() + Send + 'static) {
+        call();
+    }
+
+    async fn connect(_host: &str, _port: u16) -> std::io::Result<Self::TcpStream> {
+        Err(std::io::Error::other("no network in these tests"))
+    }
+}
+
+fn at_ms(ms: u64) -> Option<Timestamp> {
+    Some(Timestamp::ZERO.saturating_add(Duration::from_millis(ms)))
+}
+
+fn input() -> Input {
+    Input::ResponseEnd { op: OpId(1) }
+}
+
+/// A waiter, the sender of its inputs and the cancel sender (kept so nothing cancels).
+fn waiter() -> (
+    Waiter<CountingClock>,
+    mpsc::Sender<Input>,
+    mpsc::Receiver<Input>,
+    oneshot::Sender<()>,
+) {
+    let (cancel_tx, cancel_rx) = oneshot::channel();
+    let (tx, rx) = mpsc::channel(8);
+    (Waiter::new(cancel_rx), tx, rx, cancel_tx)
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_later_deadline_keeps_the_timer_already_armed() {
+    let (mut w, mut tx, mut rx, _cancel) = waiter();
+    for step in 1..=5u64 {
+        tx.send(input()).await.unwrap();
+        let (_, got) = w.next(at_ms(60_000 * step), &mut rx).await;
+        assert!(got.is_some(), "the input comes first");
+    }
+    assert_eq!(
+        ARMED.with(Cell::get),
+        1,
+        "one timer for five later deadlines"
+    );
+}
+
+#[tokio::test(start_paused = true)]
+async fn an_earlier_deadline_arms_a_new_timer() {
+    let (mut w, mut tx, mut rx, _cancel) = waiter();
+    tx.send(input()).await.unwrap();
+    w.next(at_ms(60_000), &mut rx).await;
+    let (now, got) = w.next(at_ms(10), &mut rx).await;
+    assert!(got.is_none(), "the earlier deadline fires");
+    assert_eq!(now, at_ms(10).unwrap());
+    assert_eq!(ARMED.with(Cell::get), 2);
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_timer_left_from_an_earlier_deadline_reports_nothing_before_the_current_one() {
+    let (mut w, mut tx, mut rx, _cancel) = waiter();
+    tx.send(input()).await.unwrap();
+    w.next(at_ms(10), &mut rx).await;
+    // The deadline moved to 50 ms: the timer armed for 10 ms fires first and is not a timeout.
+    let (now, got) = w.next(at_ms(50), &mut rx).await;
+    assert!(got.is_none(), "the deadline fired");
+    assert!(
+        now >= at_ms(50).unwrap(),
+        "reported at {now:?}, before the deadline"
+    );
+}
+
+#[tokio::test(start_paused = true)]
+async fn no_deadline_means_no_timeout_even_with_a_timer_armed() {
+    let (mut w, mut tx, mut rx, _cancel) = waiter();
+    tx.send(input()).await.unwrap();
+    w.next(at_ms(10), &mut rx).await;
+    let mut late = tx.clone();
+    tokio::spawn(async move {
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        late.send(input()).await.unwrap();
+    });
+    let (now, got) = w.next(None, &mut rx).await;
+    assert!(got.is_some(), "only the input ends the wait");
+    assert!(now >= at_ms(100).unwrap());
+}
