@@ -9,17 +9,20 @@ use a2at_core::run::{Run, RunConfig, RunStart};
 use a2at_core::workflow::parse_and_validate;
 use a2at_core::{ExecutionResult, Input, Output, Timestamp};
 
-fn finished_run() -> (Run, Arc<ExecutionResult>) {
-    let wf = parse_and_validate(
-        r#"{"steps": [{"name": "local", "step_type": "SELF_LOOP",
-            "subtasks": [{"agent": "me", "description": "sum up"}]}]}"#,
-    )
-    .unwrap();
-    let mut run = Run::new(
-        Arc::new(wf),
+/// A run of `workflow` (local steps only: no agent directory is needed).
+fn local_run(workflow: &str) -> Run {
+    Run::new(
+        Arc::new(parse_and_validate(workflow).unwrap()),
         Arc::new(AgentDirectory::default()),
         RunConfig::default(),
         RunStart::default(),
+    )
+}
+
+fn finished_run() -> (Run, Arc<ExecutionResult>) {
+    let mut run = local_run(
+        r#"{"steps": [{"name": "local", "step_type": "SELF_LOOP",
+            "subtasks": [{"agent": "me", "description": "sum up"}]}]}"#,
     );
     loop {
         match run.poll_output() {
@@ -64,7 +67,7 @@ fn dropping_the_run_leaves_the_output_the_only_owner() {
 /// `a` feeds `b` (plain edge) and `c` (conditional edge); every host request is kept alive
 /// until the end, as a host that stores them would.
 fn fan_out_keeping_requests() -> (Vec<HostRequest>, Arc<ExecutionResult>) {
-    let wf = parse_and_validate(
+    let mut run = local_run(
         r#"{"steps": [
             {"name": "a", "step_type": "SELF_LOOP",
              "subtasks": [{"agent": "me", "description": "first"}],
@@ -72,13 +75,6 @@ fn fan_out_keeping_requests() -> (Vec<HostRequest>, Arc<ExecutionResult>) {
             {"name": "b", "step_type": "SELF_LOOP", "subtasks": [{"agent": "me", "description": "second"}]},
             {"name": "c", "step_type": "SELF_LOOP", "subtasks": [{"agent": "me", "description": "third"}]}
         ]}"#,
-    )
-    .unwrap();
-    let mut run = Run::new(
-        Arc::new(wf),
-        Arc::new(AgentDirectory::default()),
-        RunConfig::default(),
-        RunStart::default(),
     );
     let mut kept = Vec::new();
     loop {
