@@ -151,3 +151,57 @@ fn results_still_held_by_a_host_stay_in_the_history() {
     assert_eq!(history[0], ("a", &[serde_json::json!("out of a")][..]));
     assert_eq!(window_entry(&requests, "b").step_name, "a");
 }
+
+#[test]
+fn a_finished_subtask_is_readable_while_the_run_goes_on_and_after_it_ends() {
+    let mut run = local_run(
+        r#"{"steps": [
+            {"name": "a", "step_type": "SELF_LOOP",
+             "subtasks": [{"agent": "me", "description": "first"}], "next": [{"step": "b"}]},
+            {"name": "b", "step_type": "SELF_LOOP", "subtasks": [{"agent": "me", "description": "second"}]}
+        ]}"#,
+    );
+    let mut checked_mid_run = false;
+    loop {
+        match run.poll_output() {
+            Some(Output::CallHost {
+                call,
+                request: HostRequest::SelfTask(r),
+            }) => {
+                if r.step_name == "b" {
+                    // a has finished and b is waiting for its answer.
+                    assert_eq!(run.finished_count(), 1);
+                    let a = run.finished_task(0).expect("a's result, mid-run");
+                    assert_eq!(
+                        (a.step_name.as_str(), a.outputs.clone()),
+                        ("a", vec![serde_json::json!("out of a")])
+                    );
+                    assert!(run.finished_task(1).is_none());
+                    let progress = run.progress();
+                    assert_eq!(progress.history.len(), 1, "{:?}", progress.history);
+                    assert_eq!(progress.history[0].step_name, "a");
+                    checked_mid_run = true;
+                }
+                let reply = HostReply::SelfTask(Ok(TaskResult::success(vec![
+                    format!("out of {}", r.step_name).into(),
+                ])));
+                run.handle(Input::HostReply { call, reply }, Timestamp::ZERO)
+                    .unwrap();
+            }
+            Some(Output::Finished(_)) => break,
+            Some(_) => {}
+            None => panic!("self-loop steps need no timers"),
+        }
+    }
+    assert!(checked_mid_run);
+    assert_eq!(run.finished_count(), 2);
+    let names: Vec<&str> = (0..2)
+        .map(|i| {
+            run.finished_task(i)
+                .expect("after the end")
+                .step_name
+                .as_str()
+        })
+        .collect();
+    assert_eq!(names, ["a", "b"]);
+}
