@@ -147,6 +147,8 @@ mod run_loop;
 mod runtime;
 mod tasks;
 pub mod telemetry;
+#[cfg(test)]
+mod test_runtime;
 mod tls;
 mod transport;
 #[cfg(test)]

@@ -14,38 +14,8 @@ use tokio::sync::oneshot;
 
 use crate::auth::Authenticator;
 use crate::http::HttpClient;
+use crate::test_runtime::TestTokio;
 use crate::transport::{AuthHook, Limits, Transport, show_hook_changes};
-
-/// tokio as the driver's runtime, for these tests only (the adapters depend on this crate);
-/// outgoing connections are `async-net`'s, which work on any executor.
-#[derive(Debug, Clone)]
-struct TestTokio;
-
-impl crate::Runtime for TestTokio {
-    type TcpStream = smol::net::TcpStream;
-
-    fn now() -> std::time::Instant {
-        tokio::time::Instant::now().into_std()
-    }
-
-    fn sleep_until(at: std::time::Instant) -> crate::BoxFuture<()> {
-        Box::pin(tokio::time::sleep_until(at.into()))
-    }
-
-    fn spawn(task: impl std::future::Future<Output = ()> + Send + 'static) {
-        tokio::spawn(task);
-    }
-
-    async fn run_blocking(call: impl FnOnce() + Send + 'static) {
-        let _ = tokio::task::spawn_blocking(call).await;
-    }
-
-    async fn connect(host: &str, port: u16) -> std::io::Result<Self::TcpStream> {
-        let stream = smol::net::TcpStream::connect((host, port)).await?;
-        stream.set_nodelay(true)?;
-        Ok(stream)
-    }
-}
 
 fn transport(auth: Option<AuthHook>) -> Transport<TestTokio> {
     Transport {

@@ -1,6 +1,5 @@
 //! The run loop's waiter: the runtime's timer is armed again only for an earlier deadline, and
 //! a timer left from an earlier deadline never reports a timeout before the current one.
-use std::cell::Cell;
 use std::time::Duration;
 
 use a2at_core::io::Input;
@@ -9,40 +8,7 @@ use futures::SinkExt;
 use futures::channel::{mpsc, oneshot};
 
 use crate::run_loop::Waiter;
-
-thread_local! {
-    /// Timers armed on this thread (each test runs on its own current-thread runtime).
-    static ARMED: Cell<usize> = const { Cell::new(0) };
-}
-
-/// tokio with paused time as the runtime, counting the timers the waiter arms.
-#[derive(Debug, Clone)]
-struct CountingClock;
-
-impl crate::Runtime for CountingClock {
-    type TcpStream = smol::net::TcpStream;
-
-    fn now() -> std::time::Instant {
-        tokio::time::Instant::now().into_std()
-    }
-
-    fn sleep_until(at: std::time::Instant) -> crate::BoxFuture<()> {
-        ARMED.with(|n| n.set(n.get() + 1));
-        Box::pin(tokio::time::sleep_until(at.into()))
-    }
-
-    fn spawn(task: impl std::future::Future<Output = ()> + Send + 'static) {
-        tokio::spawn(task);
-    }
-
-    async fn run_blocking(call: impl FnOnce() + Send + 'static) {
-        call();
-    }
-
-    async fn connect(_host: &str, _port: u16) -> std::io::Result<Self::TcpStream> {
-        Err(std::io::Error::other("no network in these tests"))
-    }
-}
+use crate::test_runtime::{TestTokio, timers_armed};
 
 fn at_ms(ms: u64) -> Option<Timestamp> {
     Some(Timestamp::ZERO.saturating_add(Duration::from_millis(ms)))
@@ -54,7 +20,7 @@ fn input() -> Input {
 
 /// A waiter, the sender of its inputs and the cancel sender (kept so nothing cancels).
 fn waiter() -> (
-    Waiter<CountingClock>,
+    Waiter<TestTokio>,
     mpsc::Sender<Input>,
     mpsc::Receiver<Input>,
     oneshot::Sender<()>,
@@ -72,11 +38,7 @@ async fn a_later_deadline_keeps_the_timer_already_armed() {
         let (_, got) = w.next(at_ms(60_000 * step), &mut rx).await;
         assert!(got.is_some(), "the input comes first");
     }
-    assert_eq!(
-        ARMED.with(Cell::get),
-        1,
-        "one timer for five later deadlines"
-    );
+    assert_eq!(timers_armed(), 1, "one timer for five later deadlines");
 }
 
 #[tokio::test(start_paused = true)]
@@ -87,7 +49,7 @@ async fn an_earlier_deadline_arms_a_new_timer() {
     let (now, got) = w.next(at_ms(10), &mut rx).await;
     assert!(got.is_none(), "the earlier deadline fires");
     assert_eq!(now, at_ms(10).unwrap());
-    assert_eq!(ARMED.with(Cell::get), 2);
+    assert_eq!(timers_armed(), 2);
 }
 
 #[tokio::test(start_paused = true)]
