@@ -19,26 +19,43 @@ fn local_run(workflow: &str) -> Run {
     )
 }
 
+/// Drives `run` to its end as a host that answers every self-task with `out of <step>` and
+/// allows every conditional edge; `inspect` sees the run and each request before its answer.
+/// Returns every host request (kept alive, as a host that stores them would) and the result.
+fn drive(
+    run: &mut Run,
+    mut inspect: impl FnMut(&Run, &HostRequest),
+) -> (Vec<HostRequest>, Arc<ExecutionResult>) {
+    let mut kept = Vec::new();
+    loop {
+        match run.poll_output() {
+            Some(Output::CallHost { call, request }) => {
+                inspect(run, &request);
+                let reply = match &request {
+                    HostRequest::SelfTask(r) => HostReply::SelfTask(Ok(TaskResult::success(vec![
+                        format!("out of {}", r.step_name).into(),
+                    ]))),
+                    HostRequest::Route(_) => HostReply::Route(Ok(RouteDecision::allow(None))),
+                    other => panic!("unexpected request {other:?}"),
+                };
+                kept.push(request);
+                run.handle(Input::HostReply { call, reply }, Timestamp::ZERO)
+                    .unwrap();
+            }
+            Some(Output::Finished(result)) => return (kept, result),
+            Some(_) => {}
+            None => panic!("self-loop steps and routes need no timers"),
+        }
+    }
+}
+
 fn finished_run() -> (Run, Arc<ExecutionResult>) {
     let mut run = local_run(
         r#"{"steps": [{"name": "local", "step_type": "SELF_LOOP",
             "subtasks": [{"agent": "me", "description": "sum up"}]}]}"#,
     );
-    loop {
-        match run.poll_output() {
-            Some(Output::CallHost {
-                call,
-                request: HostRequest::SelfTask(_),
-            }) => {
-                let reply = HostReply::SelfTask(Ok(TaskResult::success(vec!["ok".into()])));
-                run.handle(Input::HostReply { call, reply }, Timestamp::ZERO)
-                    .unwrap();
-            }
-            Some(Output::Finished(result)) => return (run, result),
-            Some(_) => {}
-            None => panic!("a self-loop step needs no timers"),
-        }
-    }
+    let (_, result) = drive(&mut run, |_, _| {});
+    (run, result)
 }
 
 #[test]
@@ -60,7 +77,7 @@ fn dropping_the_run_leaves_the_output_the_only_owner() {
         Arc::try_unwrap(result).expect("nothing else holds the result once the run is gone");
     assert_eq!(
         owned.step_outputs["local"]["sum up"],
-        vec![serde_json::json!("ok")]
+        vec![serde_json::json!("out of local")]
     );
 }
 
@@ -76,29 +93,9 @@ fn fan_out_keeping_requests() -> (Vec<HostRequest>, Arc<ExecutionResult>) {
             {"name": "c", "step_type": "SELF_LOOP", "subtasks": [{"agent": "me", "description": "third"}]}
         ]}"#,
     );
-    let mut kept = Vec::new();
-    loop {
-        match run.poll_output() {
-            Some(Output::CallHost { call, request }) => {
-                let reply = match &request {
-                    HostRequest::SelfTask(r) => HostReply::SelfTask(Ok(TaskResult::success(vec![
-                        format!("out of {}", r.step_name).into(),
-                    ]))),
-                    HostRequest::Route(_) => HostReply::Route(Ok(RouteDecision::allow(None))),
-                    other => panic!("unexpected request {other:?}"),
-                };
-                kept.push(request);
-                run.handle(Input::HostReply { call, reply }, Timestamp::ZERO)
-                    .unwrap();
-            }
-            Some(Output::Finished(result)) => {
-                drop(run);
-                return (kept, result);
-            }
-            Some(_) => {}
-            None => panic!("self-loop steps and routes need no timers"),
-        }
-    }
+    let (kept, result) = drive(&mut run, |_, _| {});
+    drop(run);
+    (kept, result)
 }
 
 fn window_entry<'r>(requests: &'r [HostRequest], step: &str) -> &'r Arc<TaskExecutionResult> {
@@ -162,37 +159,25 @@ fn a_finished_subtask_is_readable_while_the_run_goes_on_and_after_it_ends() {
         ]}"#,
     );
     let mut checked_mid_run = false;
-    loop {
-        match run.poll_output() {
-            Some(Output::CallHost {
-                call,
-                request: HostRequest::SelfTask(r),
-            }) => {
-                if r.step_name == "b" {
-                    // a has finished and b is waiting for its answer.
-                    assert_eq!(run.finished_count(), 1);
-                    let a = run.finished_task(0).expect("a's result, mid-run");
-                    assert_eq!(
-                        (a.step_name.as_str(), a.outputs.clone()),
-                        ("a", vec![serde_json::json!("out of a")])
-                    );
-                    assert!(run.finished_task(1).is_none());
-                    let progress = run.progress();
-                    assert_eq!(progress.history.len(), 1, "{:?}", progress.history);
-                    assert_eq!(progress.history[0].step_name, "a");
-                    checked_mid_run = true;
-                }
-                let reply = HostReply::SelfTask(Ok(TaskResult::success(vec![
-                    format!("out of {}", r.step_name).into(),
-                ])));
-                run.handle(Input::HostReply { call, reply }, Timestamp::ZERO)
-                    .unwrap();
-            }
-            Some(Output::Finished(_)) => break,
-            Some(_) => {}
-            None => panic!("self-loop steps need no timers"),
+    drive(&mut run, |run, request| {
+        let HostRequest::SelfTask(r) = request else {
+            return;
+        };
+        if r.step_name == "b" {
+            // a has finished and b is waiting for its answer.
+            assert_eq!(run.finished_count(), 1);
+            let a = run.finished_task(0).expect("a's result, mid-run");
+            assert_eq!(
+                (a.step_name.as_str(), a.outputs.clone()),
+                ("a", vec![serde_json::json!("out of a")])
+            );
+            assert!(run.finished_task(1).is_none());
+            let progress = run.progress();
+            assert_eq!(progress.history.len(), 1, "{:?}", progress.history);
+            assert_eq!(progress.history[0].step_name, "a");
+            checked_mid_run = true;
         }
-    }
+    });
     assert!(checked_mid_run);
     assert_eq!(run.finished_count(), 2);
     let names: Vec<&str> = (0..2)
