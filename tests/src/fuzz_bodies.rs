@@ -41,7 +41,8 @@ pub fn sse_decoder(data: &[u8]) {
     let _ = decoder.finish(&mut out);
 }
 
-/// The response decoder never panics and always ends with exactly one `End` item.
+/// The response decoder never panics and always ends with exactly one `End` item; a plain 2xx
+/// REST payload decodes exactly as its `serde_json::Value` form does.
 pub fn response_decoder(data: &[u8]) {
     let Some((&selector, body)) = data.split_first() else {
         return;
@@ -81,6 +82,37 @@ pub fn response_decoder(data: &[u8]) {
         .count();
     assert_eq!(ends, 1);
     assert!(matches!(out.last(), Some(ResponseItem::End { .. })));
+    let plain_unary = status == 200
+        && content_type == "application/json"
+        && binding == Binding::HttpJson
+        && matches!(kind, CallKind::SendMessage | CallKind::GetTask);
+    if plain_unary && body.len() <= limits.max_body_bytes {
+        if let Some(want) = payload_read_as_value(kind, body) {
+            let got = match &out[0] {
+                ResponseItem::Event(sr) => Ok(sr.clone()),
+                ResponseItem::Malformed(e) => Err(e.message.clone()),
+                other => panic!("a plain payload gave {other:?}"),
+            };
+            assert_eq!(got, want, "the decoder disagrees with the Value reading");
+        }
+    }
+}
+
+/// What a 2xx REST body decodes to when read the slow way (bytes to `serde_json::Value`, then
+/// the public `from_json`); `None` for a body that is not a JSON object or is an `error`
+/// envelope.
+fn payload_read_as_value(kind: CallKind, body: &[u8]) -> Option<Result<StreamResponse, String>> {
+    let v: serde_json::Value = serde_json::from_slice(body).ok()?;
+    let obj = v.as_object()?;
+    if obj.contains_key("error") {
+        return None;
+    }
+    let decoded = if kind == CallKind::GetTask && !obj.contains_key("task") {
+        Task::from_json(&v).map(StreamResponse::Task)
+    } else {
+        StreamResponse::from_json(&v)
+    };
+    Some(decoded.map_err(|e| format!("invalid A2A payload at {e}")))
 }
 
 /// The gRPC response decoder and the protobuf message decoders never panic, and their output

@@ -8,12 +8,14 @@
 //! [`ResponseItem`]s it produces.
 
 use super::card::{AgentCard, CardError};
+use super::dom::{Dom, DomObject, Json, View};
 use super::error::{self, Head, ProtocolError, codes};
 use super::grpc::{GrpcEncodeError, GrpcResponseDecoder, encode_grpc_call};
 use super::protojson::{DecodeError, Path, short};
 use super::sse::{SseDecoder, SseError, SseEvent};
 use super::types::{ListTasksParams, SendMessageRequest, StreamResponse, Task, TaskPage};
 use core::time::Duration;
+use serde::ser::{Serialize, SerializeMap, Serializer};
 use serde_json::{Map, Value};
 
 /// The value of the `A2A-Version` header this client speaks.
@@ -437,9 +439,33 @@ fn list_tasks_fields(p: &ListTasksParams) -> Vec<(&'static str, Value)> {
     out
 }
 
-fn compact(v: &Value) -> Vec<u8> {
-    // Serialising a `Value` cannot fail (string keys only).
+fn compact<T: Serialize + ?Sized>(v: &T) -> Vec<u8> {
+    // The ProtoJSON writers and `Value` use string member names only, so this cannot fail.
     serde_json::to_vec(v).unwrap_or_default()
+}
+
+/// A JSON-RPC request body, written straight from its parameters.
+fn rpc_request<P: Serialize + ?Sized>(rpc_id: &str, method: &str, params: &P) -> Vec<u8> {
+    struct Envelope<'a, P: ?Sized> {
+        id: &'a str,
+        method: &'a str,
+        params: &'a P,
+    }
+    impl<P: Serialize + ?Sized> Serialize for Envelope<'_, P> {
+        fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+            let mut m = s.serialize_map(Some(4))?;
+            m.serialize_entry("jsonrpc", "2.0")?;
+            m.serialize_entry("id", self.id)?;
+            m.serialize_entry("method", self.method)?;
+            m.serialize_entry("params", self.params)?;
+            m.end()
+        }
+    }
+    compact(&Envelope {
+        id: rpc_id,
+        method,
+        params,
+    })
 }
 
 /// Encodes one call for the endpoint's binding. `rpc_id` is the JSON-RPC id (ignored by the
@@ -487,18 +513,23 @@ fn encode_json_call(
         _ => ep_tenant,
     };
     let kind = call.kind();
-    let (method, url, body): (HttpMethod, String, Option<Value>) = match endpoint.binding {
+    let (method, url, body): (HttpMethod, String, Option<Vec<u8>>) = match endpoint.binding {
         Binding::JsonRpc | Binding::Grpc => {
-            let params = match call {
+            let method = kind.method_name();
+            let body = match call {
                 A2aCall::SendMessage(r) | A2aCall::SendStreamingMessage(r) => {
-                    r.to_json_with_tenant(tenant)
+                    rpc_request(rpc_id, method, &r.with_tenant(tenant))
                 }
                 A2aCall::GetTask {
                     task_id,
                     history_length,
-                } => task_params(tenant, task_id, *history_length),
+                } => rpc_request(
+                    rpc_id,
+                    method,
+                    &task_params(tenant, task_id, *history_length),
+                ),
                 A2aCall::CancelTask { task_id } | A2aCall::SubscribeToTask { task_id } => {
-                    task_params(tenant, task_id, None)
+                    rpc_request(rpc_id, method, &task_params(tenant, task_id, None))
                 }
                 A2aCall::ListTasks {
                     context_id,
@@ -516,7 +547,7 @@ fn encode_json_call(
                         m.insert("pageSize".to_owned(), Value::from(*n));
                     }
                     m.insert("historyLength".to_owned(), Value::from(0));
-                    Value::Object(m)
+                    rpc_request(rpc_id, method, &m)
                 }
                 A2aCall::ListTasksPage(params) => {
                     let mut m = Map::new();
@@ -526,22 +557,10 @@ fn encode_json_call(
                     for (k, v) in list_tasks_fields(params) {
                         m.insert(k.to_owned(), v);
                     }
-                    Value::Object(m)
+                    rpc_request(rpc_id, method, &m)
                 }
             };
-            let mut env = Map::new();
-            env.insert("jsonrpc".to_owned(), Value::String("2.0".to_owned()));
-            env.insert("id".to_owned(), Value::String(rpc_id.to_owned()));
-            env.insert(
-                "method".to_owned(),
-                Value::String(kind.method_name().to_owned()),
-            );
-            env.insert("params".to_owned(), params);
-            (
-                HttpMethod::Post,
-                endpoint.url.clone(),
-                Some(Value::Object(env)),
-            )
+            (HttpMethod::Post, endpoint.url.clone(), Some(body))
         }
         Binding::HttpJson => {
             let mut base = endpoint.url.trim_end_matches('/').to_owned();
@@ -554,18 +573,18 @@ fn encode_json_call(
                 if let Some(t) = tenant {
                     m.insert("tenant".to_owned(), Value::String(t.to_owned()));
                 }
-                Value::Object(m)
+                compact(&m)
             };
             match call {
                 A2aCall::SendMessage(r) => (
                     HttpMethod::Post,
                     format!("{base}/message:send"),
-                    Some(r.to_json_with_tenant(tenant)),
+                    Some(compact(&r.with_tenant(tenant))),
                 ),
                 A2aCall::SendStreamingMessage(r) => (
                     HttpMethod::Post,
                     format!("{base}/message:stream"),
-                    Some(r.to_json_with_tenant(tenant)),
+                    Some(compact(&r.with_tenant(tenant))),
                 ),
                 A2aCall::GetTask {
                     task_id,
@@ -638,7 +657,7 @@ fn encode_json_call(
         method,
         url,
         headers,
-        body: body.as_ref().map(compact).unwrap_or_default(),
+        body: body.unwrap_or_default(),
     }
 }
 
@@ -873,7 +892,7 @@ impl ResponseDecoder {
     }
 
     fn sse_item(&self, ev: &SseEvent) -> ResponseItem {
-        let v: Value = match serde_json::from_str(&ev.data) {
+        let v = match Json::parse(ev.data.as_bytes()) {
             Ok(v) => v,
             Err(e) => {
                 return malformed(format!(
@@ -886,10 +905,10 @@ impl ResponseDecoder {
                 ));
             }
         };
-        if let Some(err) = error::find_error(&v, &self.head, false) {
+        if let Some(err) = error::find_error_in(&v, &self.head, false) {
             return ResponseItem::Rejected(err);
         }
-        let Some(obj) = v.as_object() else {
+        let View::Object(obj) = v.view() else {
             return malformed(format!(
                 "SSE event is not a JSON object: {}",
                 short(&ev.data)
@@ -902,7 +921,7 @@ impl ResponseDecoder {
             },
             Binding::HttpJson | Binding::Grpc => {
                 // Tolerate a JSON-RPC-wrapped event on a REST stream.
-                if obj.contains_key("jsonrpc") && obj.contains_key("result") {
+                if obj.get("jsonrpc").is_some() && obj.get("result").is_some() {
                     match self.rpc_result(obj) {
                         Ok(r) => r,
                         Err(why) => return malformed(why),
@@ -918,15 +937,17 @@ impl ResponseDecoder {
         }
     }
 
-    fn rpc_result<'v>(&self, obj: &'v Map<String, Value>) -> Result<&'v Value, String> {
+    fn rpc_result<'v, O: DomObject>(&self, obj: &'v O) -> Result<&'v O::Value, String> {
         let Some(result) = obj.get("result") else {
             return Err("JSON-RPC response has neither result nor error".to_owned());
         };
         if !id_matches(obj.get("id"), &self.rpc_id) {
             return Err(format!(
                 "JSON-RPC response id {} does not match request id {:?}",
-                obj.get("id")
-                    .map_or_else(|| "(absent)".to_owned(), |i| short(&i.to_string())),
+                obj.get("id").map_or_else(
+                    || "(absent)".to_owned(),
+                    |i| short(&i.to_value().to_string())
+                ),
                 self.rpc_id
             ));
         }
@@ -935,40 +956,38 @@ impl ResponseDecoder {
 
     fn finish_unary(&mut self, body: &[u8], out: &mut Vec<ResponseItem>) {
         let status = self.status;
-        let parsed: Option<Value> = serde_json::from_slice(body).ok();
         if !self.is_2xx() {
             let problem = self.content_type.as_deref() == Some("application/problem+json");
-            let err = parsed
-                .as_ref()
-                .and_then(|v| error::find_error(v, &self.head, problem))
+            let err = serde_json::from_slice::<Value>(body)
+                .ok()
+                .and_then(|v| error::find_error(&v, &self.head, problem))
                 .unwrap_or_else(|| error::from_http_status(status.unwrap_or(0), body, &self.head));
             out.push(ResponseItem::Rejected(err));
             return;
         }
-        let Some(v) = parsed else {
-            let why = if body.iter().all(u8::is_ascii_whitespace) {
-                "response body is empty".to_owned()
-            } else {
-                let e = serde_json::from_slice::<Value>(body)
-                    .err()
-                    .map(|e| e.to_string());
-                format!(
-                    "response body is not JSON ({}): {}",
-                    e.unwrap_or_default(),
-                    short(&String::from_utf8_lossy(body))
-                )
-            };
-            out.push(malformed(why));
-            return;
+        let v = match Json::parse(body) {
+            Ok(v) => v,
+            Err(e) => {
+                let why = if body.iter().all(u8::is_ascii_whitespace) {
+                    "response body is empty".to_owned()
+                } else {
+                    format!(
+                        "response body is not JSON ({e}): {}",
+                        short(&String::from_utf8_lossy(body))
+                    )
+                };
+                out.push(malformed(why));
+                return;
+            }
         };
-        if let Some(err) = error::find_error(&v, &self.head, false) {
+        if let Some(err) = error::find_error_in(&v, &self.head, false) {
             out.push(ResponseItem::Rejected(err));
             return;
         }
-        let Some(obj) = v.as_object() else {
+        let View::Object(obj) = v.view() else {
             out.push(malformed(format!(
                 "response is not a JSON object: {}",
-                short(&v.to_string())
+                short(&v.to_value().to_string())
             )));
             return;
         };
@@ -983,7 +1002,7 @@ impl ResponseDecoder {
             Binding::HttpJson | Binding::Grpc => &v,
         };
         if self.kind == CallKind::ListTasks {
-            self.push_listed_tasks(payload, out);
+            self.push_listed_tasks(&payload.to_value(), out);
             return;
         }
         let item = match self.decode_result(payload) {
@@ -1038,10 +1057,10 @@ impl ResponseDecoder {
         }
     }
 
-    fn decode_result(&self, payload: &Value) -> Result<StreamResponse, DecodeError> {
+    fn decode_result<D: Dom>(&self, payload: &D) -> Result<StreamResponse, DecodeError> {
         match self.kind {
             CallKind::GetTask | CallKind::CancelTask => {
-                let wrapped = payload.as_object().is_some_and(|m| m.contains_key("task"));
+                let wrapped = matches!(payload.view(), View::Object(m) if m.get("task").is_some());
                 if wrapped {
                     StreamResponse::decode(payload, &Path::Root)
                 } else {
@@ -1053,10 +1072,10 @@ impl ResponseDecoder {
     }
 }
 
-fn id_matches(id: Option<&Value>, rpc_id: &str) -> bool {
-    match id {
-        Some(Value::String(s)) => s == rpc_id,
-        Some(Value::Number(n)) => n.to_string() == rpc_id,
+fn id_matches<D: Dom>(id: Option<&D>, rpc_id: &str) -> bool {
+    match id.map(Dom::view) {
+        Some(View::String(s)) => s == rpc_id,
+        Some(View::Number(n)) => n.to_string() == rpc_id,
         _ => false,
     }
 }

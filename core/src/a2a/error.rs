@@ -12,6 +12,7 @@
 //! `code` = `a2a.` + the reason lowercased with every run of non-alphanumerics replaced by `_`
 //! and `_` trimmed; `INTERNAL` and `INTERNAL_ERROR` both give `a2a.internal_error`.
 
+use super::dom::{Dom, DomObject, View};
 use serde_json::{Map, Value};
 
 /// Stable codes produced by this module besides `a2a.<reason>`.
@@ -307,6 +308,23 @@ fn legacy_class_reason(class: &str) -> Option<String> {
         out.push(c.to_ascii_uppercase());
     }
     Some(out)
+}
+
+/// [`find_error`] for a body parsed into any tree. Without an `error` member a body is an error
+/// only as a problem document, which needs its media type or a non-2xx status; only a body that
+/// can be an error is copied into a `Value` for the reader.
+pub(crate) fn find_error_in<D: Dom>(
+    body: &D,
+    head: &Head,
+    problem_media_type: bool,
+) -> Option<ProtocolError> {
+    let View::Object(m) = body.view() else {
+        return None;
+    };
+    if m.get("error").is_none() && !problem_media_type && head.non_2xx().is_none() {
+        return None;
+    }
+    find_error(&body.to_value(), head, problem_media_type)
 }
 
 /// Looks for a standard error in a parsed JSON body; only a top-level `error` member counts.

@@ -14,6 +14,7 @@
 pub mod assembly;
 pub mod binding;
 pub mod card;
+mod dom;
 pub mod error;
 pub mod grpc;
 pub mod protojson;

@@ -5,10 +5,12 @@
 //! strings (`"10"`), unknown members are ignored. Type mismatches are reported as a
 //! [`DecodeError`] naming the JSON path and what was wrong; no input ever panics.
 
+use super::dom::{Dom, DomObject, View};
 use base64::Engine as _;
 use base64::alphabet;
 use base64::engine::{DecodePaddingMode, GeneralPurpose, GeneralPurposeConfig};
 use core::fmt;
+use serde::ser::{Serialize, SerializeMap, Serializer};
 use serde_json::{Map, Value};
 
 /// Why a JSON document is not a valid A2A payload.
@@ -111,18 +113,18 @@ impl fmt::Display for Path<'_> {
 }
 
 /// Name of the JSON type of `v`, for error messages.
-pub(crate) fn type_name(v: &Value) -> &'static str {
-    match v {
-        Value::Null => "null",
-        Value::Bool(_) => "boolean",
-        Value::Number(_) => "number",
-        Value::String(_) => "string",
-        Value::Array(_) => "array",
-        Value::Object(_) => "object",
+pub(crate) fn type_name<D: Dom>(v: &D) -> &'static str {
+    match v.view() {
+        View::Null => "null",
+        View::Bool(_) => "boolean",
+        View::Number(_) => "number",
+        View::String(_) => "string",
+        View::Array(_) => "array",
+        View::Object(_) => "object",
     }
 }
 
-pub(crate) fn wrong(path: &Path<'_>, expected: &'static str, v: &Value) -> DecodeError {
+pub(crate) fn wrong<D: Dom>(path: &Path<'_>, expected: &'static str, v: &D) -> DecodeError {
     path.err(DecodeErrorKind::WrongType {
         expected,
         found: type_name(v),
@@ -130,38 +132,40 @@ pub(crate) fn wrong(path: &Path<'_>, expected: &'static str, v: &Value) -> Decod
 }
 
 /// The value as an object, or a typed error.
-pub(crate) fn as_object<'v>(
-    v: &'v Value,
+pub(crate) fn as_object<'v, D: Dom>(
+    v: &'v D,
     path: &Path<'_>,
-) -> Result<&'v Map<String, Value>, DecodeError> {
-    v.as_object().ok_or_else(|| wrong(path, "object", v))
-}
-
-/// A member that is present and not `null`.
-pub(crate) fn member<'v>(m: &'v Map<String, Value>, key: &str) -> Option<&'v Value> {
-    match m.get(key) {
-        None | Some(Value::Null) => None,
-        Some(v) => Some(v),
+) -> Result<&'v D::Object, DecodeError> {
+    match v.view() {
+        View::Object(o) => Ok(o),
+        _ => Err(wrong(path, "object", v)),
     }
 }
 
+/// A member that is present and not `null`.
+pub(crate) fn member<'v, O: DomObject>(m: &'v O, key: &str) -> Option<&'v O::Value> {
+    m.get(key).filter(|v| !matches!(v.view(), View::Null))
+}
+
 /// An optional string: absent, `null` and `""` are all `None`.
-pub(crate) fn opt_string(
-    m: &Map<String, Value>,
+pub(crate) fn opt_string<O: DomObject>(
+    m: &O,
     key: &str,
     path: &Path<'_>,
 ) -> Result<Option<String>, DecodeError> {
-    match member(m, key) {
-        None => Ok(None),
-        Some(Value::String(s)) if s.is_empty() => Ok(None),
-        Some(Value::String(s)) => Ok(Some(s.clone())),
-        Some(v) => Err(wrong(&path.key(key), "string", v)),
+    let Some(v) = member(m, key) else {
+        return Ok(None);
+    };
+    match v.view() {
+        View::String("") => Ok(None),
+        View::String(s) => Ok(Some(s.to_owned())),
+        _ => Err(wrong(&path.key(key), "string", v)),
     }
 }
 
 /// A string with proto3 default semantics: absent/`null` is `""`.
-pub(crate) fn string(
-    m: &Map<String, Value>,
+pub(crate) fn string<O: DomObject>(
+    m: &O,
     key: &str,
     path: &Path<'_>,
 ) -> Result<String, DecodeError> {
@@ -169,8 +173,8 @@ pub(crate) fn string(
 }
 
 /// A boolean; absent/`null` is `false`.
-pub(crate) fn boolean(
-    m: &Map<String, Value>,
+pub(crate) fn boolean<O: DomObject>(
+    m: &O,
     key: &str,
     path: &Path<'_>,
 ) -> Result<bool, DecodeError> {
@@ -178,24 +182,30 @@ pub(crate) fn boolean(
 }
 
 /// An optional boolean (proto3 `optional bool`).
-pub(crate) fn opt_bool(
-    m: &Map<String, Value>,
+pub(crate) fn opt_bool<O: DomObject>(
+    m: &O,
     key: &str,
     path: &Path<'_>,
 ) -> Result<Option<bool>, DecodeError> {
-    match member(m, key) {
-        None => Ok(None),
-        Some(Value::Bool(b)) => Ok(Some(*b)),
-        Some(v) => Err(wrong(&path.key(key), "boolean", v)),
+    let Some(v) = member(m, key) else {
+        return Ok(None);
+    };
+    match v.view() {
+        View::Bool(b) => Ok(Some(b)),
+        _ => Err(wrong(&path.key(key), "boolean", v)),
     }
 }
 
 /// Reads an integer the ProtoJSON way: a JSON number with an integral value (`3`, `3.0`,
 /// `3e0`) or a string holding one (`"3"`).
-pub(crate) fn integer(v: &Value, path: &Path<'_>) -> Result<i64, DecodeError> {
-    let bad = || path.err(DecodeErrorKind::BadInteger(short(&v.to_string())));
-    match v {
-        Value::Number(n) => {
+pub(crate) fn integer<D: Dom>(v: &D, path: &Path<'_>) -> Result<i64, DecodeError> {
+    let bad = || {
+        path.err(DecodeErrorKind::BadInteger(short(
+            &v.to_value().to_string(),
+        )))
+    };
+    match v.view() {
+        View::Number(n) => {
             if let Some(i) = n.as_i64() {
                 Ok(i)
             } else if n.is_u64() {
@@ -204,7 +214,7 @@ pub(crate) fn integer(v: &Value, path: &Path<'_>) -> Result<i64, DecodeError> {
                 float_to_int(n.as_f64().unwrap_or(f64::NAN)).ok_or_else(bad)
             }
         }
-        Value::String(s) => {
+        View::String(s) => {
             let t = s.trim();
             if let Ok(i) = t.parse::<i64>() {
                 Ok(i)
@@ -215,7 +225,7 @@ pub(crate) fn integer(v: &Value, path: &Path<'_>) -> Result<i64, DecodeError> {
                 Err(bad())
             }
         }
-        other => Err(wrong(path, "integer", other)),
+        _ => Err(wrong(path, "integer", v)),
     }
 }
 
@@ -232,8 +242,8 @@ fn float_to_int(f: f64) -> Option<i64> {
 }
 
 /// An optional `int32` member.
-pub(crate) fn opt_i32(
-    m: &Map<String, Value>,
+pub(crate) fn opt_i32<O: DomObject>(
+    m: &O,
     key: &str,
     path: &Path<'_>,
 ) -> Result<Option<i32>, DecodeError> {
@@ -250,28 +260,32 @@ pub(crate) fn opt_i32(
 }
 
 /// An optional object member (`Struct`); `{}` is kept as `Some(empty)`.
-pub(crate) fn opt_struct(
-    m: &Map<String, Value>,
+pub(crate) fn opt_struct<O: DomObject>(
+    m: &O,
     key: &str,
     path: &Path<'_>,
 ) -> Result<Option<Map<String, Value>>, DecodeError> {
-    match member(m, key) {
-        None => Ok(None),
-        Some(Value::Object(o)) => Ok(Some(o.clone())),
-        Some(v) => Err(wrong(&path.key(key), "object", v)),
+    let Some(v) = member(m, key) else {
+        return Ok(None);
+    };
+    match v.view() {
+        View::Object(o) => Ok(Some(o.to_map())),
+        _ => Err(wrong(&path.key(key), "object", v)),
     }
 }
 
 /// A repeated member decoded element by element; absent/`null` is empty.
-pub(crate) fn list<T>(
-    m: &Map<String, Value>,
+pub(crate) fn list<O: DomObject, T>(
+    m: &O,
     key: &str,
     path: &Path<'_>,
-    mut f: impl FnMut(&Value, &Path<'_>) -> Result<T, DecodeError>,
+    mut f: impl FnMut(&O::Value, &Path<'_>) -> Result<T, DecodeError>,
 ) -> Result<Vec<T>, DecodeError> {
-    match member(m, key) {
-        None => Ok(Vec::new()),
-        Some(Value::Array(items)) => {
+    let Some(v) = member(m, key) else {
+        return Ok(Vec::new());
+    };
+    match v.view() {
+        View::Array(items) => {
             let p = path.key(key);
             items
                 .iter()
@@ -279,19 +293,19 @@ pub(crate) fn list<T>(
                 .map(|(i, v)| f(v, &p.index(i)))
                 .collect()
         }
-        Some(v) => Err(wrong(&path.key(key), "array", v)),
+        _ => Err(wrong(&path.key(key), "array", v)),
     }
 }
 
 /// A repeated string member.
-pub(crate) fn string_list(
-    m: &Map<String, Value>,
+pub(crate) fn string_list<O: DomObject>(
+    m: &O,
     key: &str,
     path: &Path<'_>,
 ) -> Result<Vec<String>, DecodeError> {
-    list(m, key, path, |v, p| match v {
-        Value::String(s) => Ok(s.clone()),
-        other => Err(wrong(p, "string", other)),
+    list(m, key, path, |v, p| match v.view() {
+        View::String(s) => Ok(s.to_owned()),
+        _ => Err(wrong(p, "string", v)),
     })
 }
 
@@ -361,13 +375,6 @@ impl ObjectWriter {
         }
         self
     }
-    /// Writes an optional integer when present.
-    pub(crate) fn opt_i32(&mut self, key: &str, i: Option<i32>) -> &mut Self {
-        if let Some(i) = i {
-            self.put(key, Value::from(i));
-        }
-        self
-    }
     /// Writes an optional object when present (even when empty: `Struct` has presence).
     pub(crate) fn opt_struct(&mut self, key: &str, m: &Option<Map<String, Value>>) -> &mut Self {
         if let Some(m) = m {
@@ -391,6 +398,80 @@ impl ObjectWriter {
     }
 }
 
+/// Writes an object's members in proto field order straight to a serializer, omitting
+/// defaults: the same rules as [`ObjectWriter`] without building a `Value` first.
+pub(crate) struct FieldWriter<M>(M);
+
+impl<M: SerializeMap> FieldWriter<M> {
+    pub(crate) fn begin<S>(s: S) -> Result<Self, S::Error>
+    where
+        S: Serializer<SerializeMap = M, Error = M::Error>,
+    {
+        Ok(FieldWriter(s.serialize_map(None)?))
+    }
+    /// Always writes the member.
+    pub(crate) fn put<T: Serialize + ?Sized>(
+        &mut self,
+        key: &str,
+        v: &T,
+    ) -> Result<&mut Self, M::Error> {
+        self.0.serialize_entry(key, v)?;
+        Ok(self)
+    }
+    /// Writes a string unless it is empty.
+    pub(crate) fn str(&mut self, key: &str, s: &str) -> Result<&mut Self, M::Error> {
+        if !s.is_empty() {
+            self.put(key, s)?;
+        }
+        Ok(self)
+    }
+    /// Writes an optional string unless it is `None` or empty.
+    pub(crate) fn opt_str(&mut self, key: &str, s: &Option<String>) -> Result<&mut Self, M::Error> {
+        match s {
+            Some(s) => self.str(key, s),
+            None => Ok(self),
+        }
+    }
+    /// Writes `true`; `false` is the default and is omitted.
+    pub(crate) fn flag(&mut self, key: &str, b: bool) -> Result<&mut Self, M::Error> {
+        if b {
+            self.put(key, &true)?;
+        }
+        Ok(self)
+    }
+    /// Writes an optional value when present (`Struct`, messages, integers: presence matters).
+    pub(crate) fn opt<T: Serialize>(
+        &mut self,
+        key: &str,
+        v: &Option<T>,
+    ) -> Result<&mut Self, M::Error> {
+        if let Some(v) = v {
+            self.put(key, v)?;
+        }
+        Ok(self)
+    }
+    /// Writes a list unless it is empty.
+    pub(crate) fn list<T: Serialize>(
+        &mut self,
+        key: &str,
+        items: &[T],
+    ) -> Result<&mut Self, M::Error> {
+        if !items.is_empty() {
+            self.put(key, items)?;
+        }
+        Ok(self)
+    }
+    pub(crate) fn end(self) -> Result<M::Ok, M::Error> {
+        self.0.end()
+    }
+}
+
+/// The `Value` form of a type whose `Serialize` writes ProtoJSON.
+pub(crate) fn value_of<T: Serialize>(v: &T) -> Value {
+    // The writers only use string member names, so building a `Value` cannot fail.
+    serde_json::to_value(v).unwrap_or(Value::Null)
+}
+
 /// Shortens a string for error messages (at most 120 characters).
 pub(crate) fn short(s: &str) -> String {
     const MAX: usize = 120;
@@ -402,6 +483,21 @@ pub(crate) fn short(s: &str) -> String {
         t
     }
 }
+
+/// Implements `Deserialize` through the type's tolerant `decode`, reading the input into a
+/// borrowed [`Json`](super::dom::Json) tree first; `Serialize` is written by hand.
+macro_rules! deserialize_via_decode {
+    ($t:ty) => {
+        impl<'de> serde::Deserialize<'de> for $t {
+            fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+                let v = <$crate::a2a::dom::Json<'de> as serde::Deserialize>::deserialize(d)?;
+                <$t>::decode(&v, &$crate::a2a::protojson::Path::Root)
+                    .map_err(<D::Error as serde::de::Error>::custom)
+            }
+        }
+    };
+}
+pub(crate) use deserialize_via_decode;
 
 /// Implements `Serialize`/`Deserialize` through the type's `to_json`/`from_json`.
 macro_rules! via_protojson {

@@ -2,14 +2,16 @@
 //!
 //! Every type has `from_json(&Value)` (tolerant reader: ProtoJSON rules plus the v0.3 shapes of
 //! a2a-wire §1.7) and `to_json()` (strict v1.0 writer: camelCase, proto field order, defaults
-//! omitted). `Serialize`/`Deserialize` go through the same two functions. v0.3 is never
-//! written.
+//! omitted). `Serialize` writes that same v1.0 form straight to the serializer, and
+//! `Deserialize` applies the same tolerant reader. v0.3 is never written.
 
+use super::dom::{Dom, View};
 use super::protojson::{
-    DecodeError, DecodeErrorKind, ObjectWriter, Path, as_object, boolean, decode_base64,
-    encode_base64, integer, list, member, opt_bool, opt_i32, opt_string, opt_struct, string,
-    string_list, via_protojson, wrong,
+    DecodeError, DecodeErrorKind, FieldWriter, Path, as_object, boolean, decode_base64,
+    deserialize_via_decode, encode_base64, integer, list, member, opt_bool, opt_i32, opt_string,
+    opt_struct, string, string_list, value_of, wrong,
 };
+use serde::ser::{Serialize, Serializer};
 use serde_json::{Map, Value};
 
 /// The content of a [`Part`]: exactly one member on the wire.
@@ -93,7 +95,12 @@ impl Part {
         Part::decode(v, &Path::Root)
     }
 
-    pub(crate) fn decode(v: &Value, path: &Path<'_>) -> Result<Part, DecodeError> {
+    /// Encodes the part as v1.0 ProtoJSON.
+    pub fn to_json(&self) -> Value {
+        value_of(self)
+    }
+
+    pub(crate) fn decode<D: Dom>(v: &D, path: &Path<'_>) -> Result<Part, DecodeError> {
         let m = as_object(v, path)?;
         let mut found: Option<(&'static str, PartContent)> = None;
         let mut filename = opt_string(m, "filename", path)?;
@@ -109,43 +116,43 @@ impl Part {
             Ok(())
         };
         if let Some(t) = member(m, "text") {
-            match t {
-                Value::String(s) => set("text", PartContent::Text(s.clone()))?,
-                other => return Err(wrong(&path.key("text"), "string", other)),
+            match t.view() {
+                View::String(s) => set("text", PartContent::Text(s.to_owned()))?,
+                _ => return Err(wrong(&path.key("text"), "string", t)),
             }
         }
         if let Some(r) = member(m, "raw") {
             let p = path.key("raw");
-            match r {
-                Value::String(s) => {
+            match r.view() {
+                View::String(s) => {
                     let bytes =
                         decode_base64(s).ok_or_else(|| p.err(DecodeErrorKind::BadBase64))?;
                     set("raw", PartContent::Raw(bytes))?
                 }
-                other => return Err(wrong(&p, "string", other)),
+                _ => return Err(wrong(&p, "string", r)),
             }
         }
         if let Some(u) = member(m, "url") {
-            match u {
-                Value::String(s) => set("url", PartContent::Url(s.clone()))?,
-                other => return Err(wrong(&path.key("url"), "string", other)),
+            match u.view() {
+                View::String(s) => set("url", PartContent::Url(s.to_owned()))?,
+                _ => return Err(wrong(&path.key("url"), "string", u)),
             }
         }
         if let Some(d) = member(m, "data") {
             // An explicit `null` counts as absent, like every other member.
-            set("data", PartContent::Data(d.clone()))?;
+            set("data", PartContent::Data(d.to_value()))?;
         }
         // v0.3: {"kind":"file","file":{"bytes"|"uri","mimeType","name"}}
         if let Some(f) = member(m, "file") {
             let fp = path.key("file");
             let fm = as_object(f, &fp)?;
             let content = if let Some(b) = member(fm, "bytes") {
-                match b {
-                    Value::String(s) => PartContent::Raw(
+                match b.view() {
+                    View::String(s) => PartContent::Raw(
                         decode_base64(s)
                             .ok_or_else(|| fp.key("bytes").err(DecodeErrorKind::BadBase64))?,
                     ),
-                    other => return Err(wrong(&fp.key("bytes"), "string", other)),
+                    _ => return Err(wrong(&fp.key("bytes"), "string", b)),
                 }
             } else if let Some(u) = opt_string(fm, "uri", &fp)? {
                 PartContent::Url(u)
@@ -168,23 +175,23 @@ impl Part {
             media_type,
         })
     }
-
-    /// Encodes the part as v1.0 ProtoJSON.
-    pub fn to_json(&self) -> Value {
-        let mut w = ObjectWriter::new();
+}
+impl Serialize for Part {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let mut w = FieldWriter::begin(s)?;
         match &self.content {
-            PartContent::Text(t) => w.put("text", Value::String(t.clone())),
-            PartContent::Raw(b) => w.put("raw", Value::String(encode_base64(b))),
-            PartContent::Url(u) => w.put("url", Value::String(u.clone())),
-            PartContent::Data(d) => w.put("data", d.clone()),
-        };
-        w.opt_struct("metadata", &self.metadata)
-            .opt_str("filename", &self.filename)
-            .opt_str("mediaType", &self.media_type)
-            .finish()
+            PartContent::Text(t) => w.put("text", t)?,
+            PartContent::Raw(b) => w.put("raw", &encode_base64(b))?,
+            PartContent::Url(u) => w.put("url", u)?,
+            PartContent::Data(d) => w.put("data", d)?,
+        }
+        .opt("metadata", &self.metadata)?
+        .opt_str("filename", &self.filename)?
+        .opt_str("mediaType", &self.media_type)?;
+        w.end()
     }
 }
-via_protojson!(Part);
+deserialize_via_decode!(Part);
 
 /// Who authored a [`Message`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -208,20 +215,22 @@ impl Role {
         }
     }
 
-    fn decode(v: Option<&Value>, path: &Path<'_>) -> Result<Role, DecodeError> {
-        Ok(match v {
-            None => Role::Unspecified,
-            Some(Value::String(s)) => match s.as_str() {
+    fn decode<D: Dom>(v: Option<&D>, path: &Path<'_>) -> Result<Role, DecodeError> {
+        let Some(v) = v else {
+            return Ok(Role::Unspecified);
+        };
+        Ok(match v.view() {
+            View::String(s) => match s {
                 "ROLE_USER" | "user" | "USER" => Role::User,
                 "ROLE_AGENT" | "agent" | "AGENT" => Role::Agent,
                 _ => Role::Unspecified,
             },
-            Some(n @ Value::Number(_)) => match integer(n, path)? {
+            View::Number(_) => match integer(v, path)? {
                 1 => Role::User,
                 2 => Role::Agent,
                 _ => Role::Unspecified,
             },
-            Some(other) => return Err(wrong(path, "enum name or number", other)),
+            _ => return Err(wrong(path, "enum name or number", v)),
         })
     }
 }
@@ -253,7 +262,12 @@ impl Message {
         Message::decode(v, &Path::Root)
     }
 
-    pub(crate) fn decode(v: &Value, path: &Path<'_>) -> Result<Message, DecodeError> {
+    /// Encodes the message as v1.0 ProtoJSON.
+    pub fn to_json(&self) -> Value {
+        value_of(self)
+    }
+
+    pub(crate) fn decode<D: Dom>(v: &D, path: &Path<'_>) -> Result<Message, DecodeError> {
         let m = as_object(v, path)?;
         Ok(Message {
             message_id: string(m, "messageId", path)?,
@@ -266,24 +280,24 @@ impl Message {
             reference_task_ids: string_list(m, "referenceTaskIds", path)?,
         })
     }
-
-    /// Encodes the message as v1.0 ProtoJSON.
-    pub fn to_json(&self) -> Value {
-        let mut w = ObjectWriter::new();
-        w.str("messageId", &self.message_id)
-            .opt_str("contextId", &self.context_id)
-            .opt_str("taskId", &self.task_id);
+}
+impl Serialize for Message {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let mut w = FieldWriter::begin(s)?;
+        w.str("messageId", &self.message_id)?
+            .opt_str("contextId", &self.context_id)?
+            .opt_str("taskId", &self.task_id)?;
         if self.role != Role::Unspecified {
-            w.put("role", Value::String(self.role.as_str().to_owned()));
+            w.put("role", self.role.as_str())?;
         }
-        w.list("parts", &self.parts, Part::to_json)
-            .opt_struct("metadata", &self.metadata)
-            .strings("extensions", &self.extensions)
-            .strings("referenceTaskIds", &self.reference_task_ids)
-            .finish()
+        w.list("parts", &self.parts)?
+            .opt("metadata", &self.metadata)?
+            .list("extensions", &self.extensions)?
+            .list("referenceTaskIds", &self.reference_task_ids)?;
+        w.end()
     }
 }
-via_protojson!(Message);
+deserialize_via_decode!(Message);
 
 /// The lifecycle state of a task (a2a-wire §1.3).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -380,15 +394,17 @@ impl TaskState {
         }
     }
 
-    fn decode(v: Option<&Value>, path: &Path<'_>) -> Result<TaskState, DecodeError> {
-        Ok(match v {
-            None => TaskState::Unspecified,
-            Some(Value::String(s)) => TaskState::from_name(s),
-            Some(n @ Value::Number(_)) => match integer(n, path) {
+    fn decode<D: Dom>(v: Option<&D>, path: &Path<'_>) -> Result<TaskState, DecodeError> {
+        let Some(v) = v else {
+            return Ok(TaskState::Unspecified);
+        };
+        Ok(match v.view() {
+            View::String(s) => TaskState::from_name(s),
+            View::Number(_) => match integer(v, path) {
                 Ok(i) => TaskState::from_number(i),
                 Err(_) => TaskState::Unrecognized,
             },
-            Some(other) => return Err(wrong(path, "enum name or number", other)),
+            _ => return Err(wrong(path, "enum name or number", v)),
         })
     }
 }
@@ -416,7 +432,12 @@ impl RemoteTaskStatus {
         RemoteTaskStatus::decode(v, &Path::Root)
     }
 
-    pub(crate) fn decode(v: &Value, path: &Path<'_>) -> Result<RemoteTaskStatus, DecodeError> {
+    /// Encodes the status as v1.0 ProtoJSON.
+    pub fn to_json(&self) -> Value {
+        value_of(self)
+    }
+
+    pub(crate) fn decode<D: Dom>(v: &D, path: &Path<'_>) -> Result<RemoteTaskStatus, DecodeError> {
         let m = as_object(v, path)?;
         Ok(RemoteTaskStatus {
             state: TaskState::decode(member(m, "state"), &path.key("state"))?,
@@ -426,20 +447,19 @@ impl RemoteTaskStatus {
             timestamp: opt_string(m, "timestamp", path)?,
         })
     }
-
-    /// Encodes the status as v1.0 ProtoJSON.
-    pub fn to_json(&self) -> Value {
-        let mut w = ObjectWriter::new();
+}
+impl Serialize for RemoteTaskStatus {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let mut w = FieldWriter::begin(s)?;
         if self.state != TaskState::Unspecified {
-            w.put("state", Value::String(self.state.as_str().to_owned()));
+            w.put("state", self.state.as_str())?;
         }
-        if let Some(m) = &self.message {
-            w.put("message", m.to_json());
-        }
-        w.opt_str("timestamp", &self.timestamp).finish()
+        w.opt("message", &self.message)?
+            .opt_str("timestamp", &self.timestamp)?;
+        w.end()
     }
 }
-via_protojson!(RemoteTaskStatus);
+deserialize_via_decode!(RemoteTaskStatus);
 
 /// An output of a task (a2a-wire §1.4).
 #[derive(Debug, Clone, PartialEq, Default)]
@@ -464,7 +484,12 @@ impl Artifact {
         Artifact::decode(v, &Path::Root)
     }
 
-    pub(crate) fn decode(v: &Value, path: &Path<'_>) -> Result<Artifact, DecodeError> {
+    /// Encodes the artifact as v1.0 ProtoJSON.
+    pub fn to_json(&self) -> Value {
+        value_of(self)
+    }
+
+    pub(crate) fn decode<D: Dom>(v: &D, path: &Path<'_>) -> Result<Artifact, DecodeError> {
         let m = as_object(v, path)?;
         Ok(Artifact {
             artifact_id: string(m, "artifactId", path)?,
@@ -475,20 +500,20 @@ impl Artifact {
             extensions: string_list(m, "extensions", path)?,
         })
     }
-
-    /// Encodes the artifact as v1.0 ProtoJSON.
-    pub fn to_json(&self) -> Value {
-        ObjectWriter::new()
-            .str("artifactId", &self.artifact_id)
-            .opt_str("name", &self.name)
-            .opt_str("description", &self.description)
-            .list("parts", &self.parts, Part::to_json)
-            .opt_struct("metadata", &self.metadata)
-            .strings("extensions", &self.extensions)
-            .finish()
+}
+impl Serialize for Artifact {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let mut w = FieldWriter::begin(s)?;
+        w.str("artifactId", &self.artifact_id)?
+            .opt_str("name", &self.name)?
+            .opt_str("description", &self.description)?
+            .list("parts", &self.parts)?
+            .opt("metadata", &self.metadata)?
+            .list("extensions", &self.extensions)?;
+        w.end()
     }
 }
-via_protojson!(Artifact);
+deserialize_via_decode!(Artifact);
 
 /// A unit of work on the agent (a2a-wire §1.3).
 #[derive(Debug, Clone, PartialEq, Default)]
@@ -513,7 +538,12 @@ impl Task {
         Task::decode(v, &Path::Root)
     }
 
-    pub(crate) fn decode(v: &Value, path: &Path<'_>) -> Result<Task, DecodeError> {
+    /// Encodes the task as v1.0 ProtoJSON.
+    pub fn to_json(&self) -> Value {
+        value_of(self)
+    }
+
+    pub(crate) fn decode<D: Dom>(v: &D, path: &Path<'_>) -> Result<Task, DecodeError> {
         let m = as_object(v, path)?;
         Ok(Task {
             id: string(m, "id", path)?,
@@ -527,20 +557,20 @@ impl Task {
             metadata: opt_struct(m, "metadata", path)?,
         })
     }
-
-    /// Encodes the task as v1.0 ProtoJSON.
-    pub fn to_json(&self) -> Value {
-        ObjectWriter::new()
-            .str("id", &self.id)
-            .opt_str("contextId", &self.context_id)
-            .put("status", self.status.to_json())
-            .list("artifacts", &self.artifacts, Artifact::to_json)
-            .list("history", &self.history, Message::to_json)
-            .opt_struct("metadata", &self.metadata)
-            .finish()
+}
+impl Serialize for Task {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let mut w = FieldWriter::begin(s)?;
+        w.str("id", &self.id)?
+            .opt_str("contextId", &self.context_id)?
+            .put("status", &self.status)?
+            .list("artifacts", &self.artifacts)?
+            .list("history", &self.history)?
+            .opt("metadata", &self.metadata)?;
+        w.end()
     }
 }
-via_protojson!(Task);
+deserialize_via_decode!(Task);
 
 /// A status change delivered on a stream.
 #[derive(Debug, Clone, PartialEq, Default)]
@@ -561,7 +591,15 @@ impl TaskStatusUpdateEvent {
         TaskStatusUpdateEvent::decode(v, &Path::Root)
     }
 
-    pub(crate) fn decode(v: &Value, path: &Path<'_>) -> Result<TaskStatusUpdateEvent, DecodeError> {
+    /// Encodes the event as v1.0 ProtoJSON.
+    pub fn to_json(&self) -> Value {
+        value_of(self)
+    }
+
+    pub(crate) fn decode<D: Dom>(
+        v: &D,
+        path: &Path<'_>,
+    ) -> Result<TaskStatusUpdateEvent, DecodeError> {
         let m = as_object(v, path)?;
         Ok(TaskStatusUpdateEvent {
             task_id: string(m, "taskId", path)?,
@@ -573,18 +611,18 @@ impl TaskStatusUpdateEvent {
             metadata: opt_struct(m, "metadata", path)?,
         })
     }
-
-    /// Encodes the event as v1.0 ProtoJSON.
-    pub fn to_json(&self) -> Value {
-        ObjectWriter::new()
-            .str("taskId", &self.task_id)
-            .opt_str("contextId", &self.context_id)
-            .put("status", self.status.to_json())
-            .opt_struct("metadata", &self.metadata)
-            .finish()
+}
+impl Serialize for TaskStatusUpdateEvent {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let mut w = FieldWriter::begin(s)?;
+        w.str("taskId", &self.task_id)?
+            .opt_str("contextId", &self.context_id)?
+            .put("status", &self.status)?
+            .opt("metadata", &self.metadata)?;
+        w.end()
     }
 }
-via_protojson!(TaskStatusUpdateEvent);
+deserialize_via_decode!(TaskStatusUpdateEvent);
 
 /// An artifact chunk delivered on a stream.
 #[derive(Debug, Clone, PartialEq, Default)]
@@ -609,8 +647,13 @@ impl TaskArtifactUpdateEvent {
         TaskArtifactUpdateEvent::decode(v, &Path::Root)
     }
 
-    pub(crate) fn decode(
-        v: &Value,
+    /// Encodes the event as v1.0 ProtoJSON.
+    pub fn to_json(&self) -> Value {
+        value_of(self)
+    }
+
+    pub(crate) fn decode<D: Dom>(
+        v: &D,
         path: &Path<'_>,
     ) -> Result<TaskArtifactUpdateEvent, DecodeError> {
         let m = as_object(v, path)?;
@@ -626,20 +669,20 @@ impl TaskArtifactUpdateEvent {
             metadata: opt_struct(m, "metadata", path)?,
         })
     }
-
-    /// Encodes the event as v1.0 ProtoJSON.
-    pub fn to_json(&self) -> Value {
-        ObjectWriter::new()
-            .str("taskId", &self.task_id)
-            .opt_str("contextId", &self.context_id)
-            .put("artifact", self.artifact.to_json())
-            .flag("append", self.append)
-            .flag("lastChunk", self.last_chunk)
-            .opt_struct("metadata", &self.metadata)
-            .finish()
+}
+impl Serialize for TaskArtifactUpdateEvent {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let mut w = FieldWriter::begin(s)?;
+        w.str("taskId", &self.task_id)?
+            .opt_str("contextId", &self.context_id)?
+            .put("artifact", &self.artifact)?
+            .flag("append", self.append)?
+            .flag("lastChunk", self.last_chunk)?
+            .opt("metadata", &self.metadata)?;
+        w.end()
     }
 }
-via_protojson!(TaskArtifactUpdateEvent);
+deserialize_via_decode!(TaskArtifactUpdateEvent);
 
 /// One item of a stream, or the result of `SendMessage` (which is only ever `Task` or
 /// `Message`).
@@ -665,25 +708,29 @@ impl StreamResponse {
         StreamResponse::decode(v, &Path::Root)
     }
 
-    pub(crate) fn decode(v: &Value, path: &Path<'_>) -> Result<StreamResponse, DecodeError> {
+    /// Encodes the v1.0 wrapper form.
+    pub fn to_json(&self) -> Value {
+        value_of(self)
+    }
+
+    pub(crate) fn decode<D: Dom>(v: &D, path: &Path<'_>) -> Result<StreamResponse, DecodeError> {
         let m = as_object(v, path)?;
-        let mut found: Option<&'static str> = None;
+        let mut found: Option<(&'static str, &D)> = None;
         for k in PAYLOAD_KEYS {
-            if member(m, k).is_some() {
-                if let Some(first) = found {
+            if let Some(inner) = member(m, k) {
+                if let Some((first, _)) = found {
                     return Err(path.err(DecodeErrorKind::TwoPayloads { first, second: k }));
                 }
-                found = Some(k);
+                found = Some((k, inner));
             }
         }
-        if let Some(k) = found {
-            let inner = &m[k];
+        if let Some((k, inner)) = found {
             let p = path.key(k);
             return StreamResponse::decode_as(k, inner, &p);
         }
         // v0.3 bare objects with a `kind` discriminator.
-        if let Some(Value::String(kind)) = member(m, "kind") {
-            let k = match kind.as_str() {
+        if let Some(View::String(kind)) = member(m, "kind").map(Dom::view) {
+            let k = match kind {
                 "task" => "task",
                 "message" => "message",
                 "status-update" => "statusUpdate",
@@ -712,26 +759,13 @@ impl StreamResponse {
         StreamResponse::decode_as(k, v, path)
     }
 
-    fn decode_as(k: &str, v: &Value, path: &Path<'_>) -> Result<StreamResponse, DecodeError> {
+    fn decode_as<D: Dom>(k: &str, v: &D, path: &Path<'_>) -> Result<StreamResponse, DecodeError> {
         Ok(match k {
             "task" => StreamResponse::Task(Task::decode(v, path)?),
             "message" => StreamResponse::Message(Message::decode(v, path)?),
             "statusUpdate" => StreamResponse::StatusUpdate(TaskStatusUpdateEvent::decode(v, path)?),
             _ => StreamResponse::ArtifactUpdate(TaskArtifactUpdateEvent::decode(v, path)?),
         })
-    }
-
-    /// Encodes the v1.0 wrapper form.
-    pub fn to_json(&self) -> Value {
-        let (k, v) = match self {
-            StreamResponse::Task(t) => ("task", t.to_json()),
-            StreamResponse::Message(m) => ("message", m.to_json()),
-            StreamResponse::StatusUpdate(s) => ("statusUpdate", s.to_json()),
-            StreamResponse::ArtifactUpdate(a) => ("artifactUpdate", a.to_json()),
-        };
-        let mut m = Map::new();
-        m.insert(k.to_owned(), v);
-        Value::Object(m)
     }
 
     /// The task id this item refers to, if any.
@@ -744,7 +778,19 @@ impl StreamResponse {
         }
     }
 }
-via_protojson!(StreamResponse);
+impl Serialize for StreamResponse {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let mut w = FieldWriter::begin(s)?;
+        match self {
+            StreamResponse::Task(t) => w.put("task", t)?,
+            StreamResponse::Message(m) => w.put("message", m)?,
+            StreamResponse::StatusUpdate(u) => w.put("statusUpdate", u)?,
+            StreamResponse::ArtifactUpdate(a) => w.put("artifactUpdate", a)?,
+        };
+        w.end()
+    }
+}
+deserialize_via_decode!(StreamResponse);
 
 /// Per-request options of `SendMessage`.
 #[derive(Debug, Clone, PartialEq, Default)]
@@ -763,8 +809,13 @@ impl SendMessageConfiguration {
         SendMessageConfiguration::decode(v, &Path::Root)
     }
 
-    pub(crate) fn decode(
-        v: &Value,
+    /// Encodes the configuration as v1.0 ProtoJSON.
+    pub fn to_json(&self) -> Value {
+        value_of(self)
+    }
+
+    pub(crate) fn decode<D: Dom>(
+        v: &D,
         path: &Path<'_>,
     ) -> Result<SendMessageConfiguration, DecodeError> {
         let m = as_object(v, path)?;
@@ -778,17 +829,17 @@ impl SendMessageConfiguration {
             return_immediately,
         })
     }
-
-    /// Encodes the configuration as v1.0 ProtoJSON.
-    pub fn to_json(&self) -> Value {
-        ObjectWriter::new()
-            .strings("acceptedOutputModes", &self.accepted_output_modes)
-            .opt_i32("historyLength", self.history_length)
-            .flag("returnImmediately", self.return_immediately)
-            .finish()
+}
+impl Serialize for SendMessageConfiguration {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let mut w = FieldWriter::begin(s)?;
+        w.list("acceptedOutputModes", &self.accepted_output_modes)?
+            .opt("historyLength", &self.history_length)?
+            .flag("returnImmediately", self.return_immediately)?;
+        w.end()
     }
 }
-via_protojson!(SendMessageConfiguration);
+deserialize_via_decode!(SendMessageConfiguration);
 
 /// The `SendMessage` / `SendStreamingMessage` request.
 #[derive(Debug, Clone, PartialEq, Default)]
@@ -809,7 +860,10 @@ impl SendMessageRequest {
         SendMessageRequest::decode(v, &Path::Root)
     }
 
-    pub(crate) fn decode(v: &Value, path: &Path<'_>) -> Result<SendMessageRequest, DecodeError> {
+    pub(crate) fn decode<D: Dom>(
+        v: &D,
+        path: &Path<'_>,
+    ) -> Result<SendMessageRequest, DecodeError> {
         let m = as_object(v, path)?;
         Ok(SendMessageRequest {
             tenant: opt_string(m, "tenant", path)?,
@@ -831,18 +885,43 @@ impl SendMessageRequest {
 
     /// Encodes the request with `tenant` in place of [`SendMessageRequest::tenant`].
     pub fn to_json_with_tenant(&self, tenant: Option<&str>) -> Value {
-        let mut w = ObjectWriter::new();
-        if let Some(t) = tenant {
-            w.str("tenant", t);
+        value_of(&self.with_tenant(tenant))
+    }
+
+    /// The request as written with `tenant` in place of [`SendMessageRequest::tenant`].
+    pub(crate) fn with_tenant<'r>(&'r self, tenant: Option<&'r str>) -> WithTenant<'r> {
+        WithTenant {
+            request: self,
+            tenant,
         }
-        w.put("message", self.message.to_json());
-        if let Some(c) = &self.configuration {
-            w.put("configuration", c.to_json());
-        }
-        w.opt_struct("metadata", &self.metadata).finish()
     }
 }
-via_protojson!(SendMessageRequest);
+
+/// A [`SendMessageRequest`] written with another tenant.
+pub(crate) struct WithTenant<'r> {
+    request: &'r SendMessageRequest,
+    tenant: Option<&'r str>,
+}
+
+impl Serialize for WithTenant<'_> {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let mut w = FieldWriter::begin(s)?;
+        if let Some(t) = self.tenant {
+            w.str("tenant", t)?;
+        }
+        w.put("message", &self.request.message)?
+            .opt("configuration", &self.request.configuration)?
+            .opt("metadata", &self.request.metadata)?;
+        w.end()
+    }
+}
+
+impl Serialize for SendMessageRequest {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        self.with_tenant(self.tenant.as_deref()).serialize(s)
+    }
+}
+deserialize_via_decode!(SendMessageRequest);
 
 /// The filters and paging of one `ListTasks` call. Every field is optional; an absent field
 /// is not sent, so the agent applies its own default (and its own authorisation scope: an
