@@ -905,7 +905,7 @@ impl ResponseDecoder {
                 ));
             }
         };
-        if let Some(err) = error::find_error_in(&v, &self.head, false) {
+        if let Some(err) = error::find_error_in_2xx(&v, &self.head) {
             return ResponseItem::Rejected(err);
         }
         let View::Object(obj) = v.view() else {
@@ -980,7 +980,7 @@ impl ResponseDecoder {
                 return;
             }
         };
-        if let Some(err) = error::find_error_in(&v, &self.head, false) {
+        if let Some(err) = error::find_error_in_2xx(&v, &self.head) {
             out.push(ResponseItem::Rejected(err));
             return;
         }

@@ -142,8 +142,9 @@ impl<'a> DomObject for JsonObject<'a> {
     }
 }
 
-/// Reads one [`Json`] value from any serde deserializer, borrowing strings when the
-/// deserializer lends them.
+/// Reads one [`Json`] value from serde_json's slice reader, which lends every string without
+/// escapes and copies the others through a scratch buffer (`visit_str`); it never hands over
+/// an owned `String` and reads `null` as unit.
 struct JsonSeed;
 
 impl<'de> DeserializeSeed<'de> for JsonSeed {
@@ -188,20 +189,8 @@ impl<'de> Visitor<'de> for JsonVisitor {
         Ok(Json::String(Cow::Owned(s.to_owned())))
     }
 
-    fn visit_string<E>(self, s: String) -> Result<Json<'de>, E> {
-        Ok(Json::String(Cow::Owned(s)))
-    }
-
     fn visit_unit<E>(self) -> Result<Json<'de>, E> {
         Ok(Json::Null)
-    }
-
-    fn visit_none<E>(self) -> Result<Json<'de>, E> {
-        Ok(Json::Null)
-    }
-
-    fn visit_some<D: Deserializer<'de>>(self, d: D) -> Result<Json<'de>, D::Error> {
-        JsonSeed.deserialize(d)
     }
 
     fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Json<'de>, A::Error> {
@@ -248,15 +237,5 @@ impl<'de> Visitor<'de> for KeyVisitor {
 
     fn visit_str<E>(self, s: &str) -> Result<Cow<'de, str>, E> {
         Ok(Cow::Owned(s.to_owned()))
-    }
-
-    fn visit_string<E>(self, s: String) -> Result<Cow<'de, str>, E> {
-        Ok(Cow::Owned(s))
-    }
-}
-
-impl<'de> serde::Deserialize<'de> for Json<'de> {
-    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Json<'de>, D::Error> {
-        JsonSeed.deserialize(d)
     }
 }

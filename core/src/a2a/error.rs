@@ -310,21 +310,16 @@ fn legacy_class_reason(class: &str) -> Option<String> {
     Some(out)
 }
 
-/// [`find_error`] for a body parsed into any tree. Without an `error` member a body is an error
-/// only as a problem document, which needs its media type or a non-2xx status; only a body that
-/// can be an error is copied into a `Value` for the reader.
-pub(crate) fn find_error_in<D: Dom>(
-    body: &D,
-    head: &Head,
-    problem_media_type: bool,
-) -> Option<ProtocolError> {
+/// [`find_error`] for a 2xx body parsed into any tree. Behind a 2xx status only an `error`
+/// member makes a body an error (a problem document needs a non-2xx status or its media type,
+/// which a 2xx JSON or SSE body does not have), so only such a body is copied into a `Value`
+/// for the reader.
+pub(crate) fn find_error_in_2xx<D: Dom>(body: &D, head: &Head) -> Option<ProtocolError> {
     let View::Object(m) = body.view() else {
         return None;
     };
-    if m.get("error").is_none() && !problem_media_type && head.non_2xx().is_none() {
-        return None;
-    }
-    find_error(&body.to_value(), head, problem_media_type)
+    m.get("error")?;
+    find_error(&body.to_value(), head, false)
 }
 
 /// Looks for a standard error in a parsed JSON body; only a top-level `error` member counts.

@@ -484,13 +484,13 @@ pub(crate) fn short(s: &str) -> String {
     }
 }
 
-/// Implements `Deserialize` through the type's tolerant `decode`, reading the input into a
-/// borrowed [`Json`](super::dom::Json) tree first; `Serialize` is written by hand.
+/// Implements `Deserialize` through the type's tolerant `decode` of a `Value`; `Serialize` is
+/// written by hand.
 macro_rules! deserialize_via_decode {
     ($t:ty) => {
         impl<'de> serde::Deserialize<'de> for $t {
             fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-                let v = <$crate::a2a::dom::Json<'de> as serde::Deserialize>::deserialize(d)?;
+                let v = <serde_json::Value as serde::Deserialize>::deserialize(d)?;
                 <$t>::decode(&v, &$crate::a2a::protojson::Path::Root)
                     .map_err(<D::Error as serde::de::Error>::custom)
             }
