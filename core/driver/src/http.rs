@@ -379,9 +379,42 @@ pub(crate) fn build_request(
 ) -> Result<http::Request<Full<Bytes>>, http::Error> {
     let mut builder = http::Request::builder().method(method).uri(url);
     for (name, value) in headers {
-        builder = builder.header(name.as_str(), value.as_str());
+        builder = builder.header(header_name(name)?, header_value(value)?);
     }
     builder.body(Full::new(Bytes::from(body)))
+}
+
+/// The names every A2A request carries that `http` does not know: parsing one of those copies
+/// it, a constant does not.
+const SENT_NAMES: [http::header::HeaderName; 4] = [
+    http::header::HeaderName::from_static("a2a-version"),
+    http::header::HeaderName::from_static("a2a-extensions"),
+    http::header::HeaderName::from_static("traceparent"),
+    http::header::HeaderName::from_static("tracestate"),
+];
+
+/// The values most requests carry, kept as constants for the same reason.
+const SENT_VALUES: [http::HeaderValue; 3] = [
+    http::HeaderValue::from_static(a2at_core::a2a::A2A_VERSION),
+    http::HeaderValue::from_static("application/json"),
+    http::HeaderValue::from_static("text/event-stream"),
+];
+
+fn header_name(name: &str) -> Result<http::header::HeaderName, http::Error> {
+    match SENT_NAMES
+        .iter()
+        .find(|known| known.as_str().eq_ignore_ascii_case(name))
+    {
+        Some(known) => Ok(known.clone()),
+        None => Ok(http::header::HeaderName::from_bytes(name.as_bytes())?),
+    }
+}
+
+fn header_value(value: &str) -> Result<http::HeaderValue, http::Error> {
+    match SENT_VALUES.iter().find(|known| *known == value) {
+        Some(known) => Ok(known.clone()),
+        None => Ok(http::HeaderValue::from_str(value)?),
+    }
 }
 
 /// Response headers as the core and the protocol log take them (values read lossily).

@@ -358,3 +358,42 @@ fn the_logged_request_follows_the_request_hook() {
     show_hook_changes(&mut logged, &before, &after, false);
     assert_eq!(logged.url, "http://gw.example/rpc?api_key=K&tenant=t");
 }
+
+#[test]
+fn request_headers_reach_the_wire_by_name_and_value_whatever_their_case() {
+    let headers: Vec<(String, String)> = [
+        ("A2A-Version", "1.0"),
+        ("Accept", "text/event-stream"),
+        ("Content-Type", "application/json"),
+        (
+            "traceparent",
+            "00-0123456789abcdef0123456789abcdef-0123456789abcdef-01",
+        ),
+        ("TraceState", "a=b"),
+        ("A2A-Extensions", "urn:x"),
+        ("X-Gateway", "1.0"),
+    ]
+    .iter()
+    .map(|(n, v)| ((*n).to_owned(), (*v).to_owned()))
+    .collect();
+    let request =
+        crate::http::build_request(http::Method::POST, "http://a/b", &headers, Vec::new())
+            .expect("valid request");
+    let sent: Vec<(String, String)> = request
+        .headers()
+        .iter()
+        .map(|(n, v)| (n.as_str().to_owned(), v.to_str().unwrap().to_owned()))
+        .collect();
+    let expected: Vec<(String, String)> = headers
+        .iter()
+        .map(|(n, v)| (n.to_ascii_lowercase(), v.clone()))
+        .collect();
+    assert_eq!(sent, expected);
+    for (name, value) in [("bad name", "v"), ("x-ok", "bad\nvalue")] {
+        let bad = vec![(name.to_owned(), value.to_owned())];
+        assert!(
+            crate::http::build_request(http::Method::GET, "http://a/", &bad, Vec::new()).is_err(),
+            "{name:?}: {value:?} must be refused"
+        );
+    }
+}
