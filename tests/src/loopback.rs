@@ -123,7 +123,7 @@ impl LoopbackServer {
             Some(_) => format!("https://localhost:{}", addr.port()),
             None => format!("http://{addr}"),
         };
-        let listener = smol::block_on(TcpListener::bind("127.0.0.1:0")).expect("bind 127.0.0.1");
+        let listener = deep_listener();
         let addr = listener.local_addr().expect("local address");
         let base_url = base_url(addr);
         let state = Arc::new(Mutex::new(State {
@@ -557,4 +557,17 @@ mod futures_stream {
             self.rx.as_mut().poll_next(cx)
         }
     }
+}
+
+/// A listener on a free loopback port whose accept queue holds 4,096 connections. `bind` asks
+/// for 128, and a burst of new connections beyond it (hundreds of runs, each opening its own
+/// connection at once) has SYNs dropped, which the client repeats only after a second: the
+/// bench would time a one-second stall of the agents' listener, not the client.
+fn deep_listener() -> TcpListener {
+    let socket = socket2::Socket::new(socket2::Domain::IPV4, socket2::Type::STREAM, None)
+        .expect("a TCP socket");
+    let addr: SocketAddr = "127.0.0.1:0".parse().expect("loopback address");
+    socket.bind(&addr.into()).expect("bind 127.0.0.1");
+    socket.listen(4096).expect("listen");
+    TcpListener::try_from(std::net::TcpListener::from(socket)).expect("a non-blocking listener")
 }
