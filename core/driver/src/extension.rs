@@ -64,7 +64,7 @@ use crate::http::HttpClient;
 use crate::http::RequestHook;
 use crate::lifecycle::Registry;
 use crate::proxy::ProxyConfig;
-use crate::run_loop::{Exchanges, Waiter, start_exchange};
+use crate::run_loop::{Waiter, spawn_abortable};
 use crate::runtime::Runtime;
 use crate::tls::TlsConfig;
 use crate::transport::{AuthHook, Limits, Transport};
@@ -1030,7 +1030,6 @@ pub(crate) async fn drive<R: Runtime, M: Machine>(
 ) {
     let mut waiter = Waiter::<R>::new(close);
     let (tx, mut rx) = mpsc::channel::<Input>(COMPLETION_QUEUE);
-    let mut exchanges = Exchanges::new();
     let mut ops: HashMap<OpId, AbortHandle> = HashMap::new();
     loop {
         while let Some(step) = machine.poll_output() {
@@ -1038,12 +1037,12 @@ pub(crate) async fn drive<R: Runtime, M: Machine>(
                 MachineStep::Transmit(req) => {
                     let op = req.op;
                     // Opened here, under the span current where the operation runs (the
-                    // host's, when it instrumented the call), not inside the exchange.
+                    // host's, when it instrumented the call), not in the spawned task.
                     let span = crate::telemetry::exchange_span(&req, None);
                     let transport = transport.clone();
                     let tx = tx.clone();
                     let task = async move { transport.exchange_in(req, tx, span, None).await };
-                    ops.insert(op, start_exchange(&mut exchanges, task));
+                    ops.insert(op, spawn_abortable::<R>(task));
                 }
                 MachineStep::Abort(op) => {
                     if let Some(h) = ops.remove(&op) {
@@ -1057,9 +1056,7 @@ pub(crate) async fn drive<R: Runtime, M: Machine>(
         if machine.is_done() {
             break;
         }
-        let (now, input) = waiter
-            .next(machine.poll_timeout(), &mut rx, &mut exchanges)
-            .await;
+        let (now, input) = waiter.next(machine.poll_timeout(), &mut rx).await;
         if let Some(input) = input {
             if let Input::ResponseEnd { op } | Input::TransportFailed { op, .. } = &input {
                 ops.remove(op);

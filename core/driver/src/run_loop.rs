@@ -19,7 +19,6 @@ use a2at_core::workflow::ValidatedWorkflow;
 use a2at_core::{CallId, OpId, Run, Timestamp};
 use futures::channel::{mpsc, oneshot};
 use futures::future::{AbortHandle, Abortable};
-use futures::stream::FuturesUnordered;
 use futures::{FutureExt, SinkExt, StreamExt};
 use std::io::Write;
 
@@ -33,7 +32,7 @@ use a2at_core::io::OpPurpose;
 use std::sync::atomic::Ordering;
 use tracing::Instrument;
 
-/// Completions waiting for the driver; exchanges and host calls wait when it is full.
+/// Completions waiting for the driver; exchange tasks wait when it is full.
 const COMPLETION_QUEUE: usize = 1024;
 /// Most inputs one journal commit takes (the first one and those already waiting behind it).
 const GROUP_COMMIT_INPUTS: usize = 64;
@@ -190,13 +189,10 @@ impl<R: Runtime> Waiter<R> {
     /// subtask's budget, for one) keeps the timer already armed: arming one costs the reactor a
     /// wake-up and a timer update, once per request otherwise. When that timer fires before the
     /// current deadline, nothing is reported and the wait goes on until the real one.
-    ///
-    /// The loop's own `exchanges` are driven here too: what they read arrives on `rx`.
     pub(crate) async fn next(
         &mut self,
         deadline: Option<Timestamp>,
         rx: &mut mpsc::Receiver<Input>,
-        exchanges: &mut Exchanges,
     ) -> (Timestamp, Option<Input>) {
         loop {
             let earlier = match (deadline, self.armed) {
@@ -222,9 +218,6 @@ impl<R: Runtime> Waiter<R> {
                         return Poll::Ready(Wake::Cancel);
                     }
                 }
-                // A finished (or aborted) exchange has nothing more to say: its inputs are
-                // already queued on `rx`.
-                while let Poll::Ready(Some(_)) = exchanges.poll_next_unpin(cx) {}
                 if let Poll::Ready(Some(input)) = rx.poll_next_unpin(cx) {
                     return Poll::Ready(Wake::Input(input));
                 }
@@ -289,9 +282,7 @@ impl<R: Runtime, C: ControlPoint + 'static> Driver<R, C> {
         let mut reask = Some(reask);
         let mut waiter = Waiter::<R>::starting_at(cancel, offset);
         let (tx, mut rx) = mpsc::channel::<Input>(COMPLETION_QUEUE);
-        // Every exchange (driven by this loop) and spawned callback, by the id the core may
-        // abort it with.
-        let mut exchanges = Exchanges::new();
+        // Every spawned exchange and callback, by the id the core may abort it with.
         let mut ops: BTreeMap<OpId, AbortHandle> = BTreeMap::new();
         let mut calls: BTreeMap<CallId, AbortHandle> = BTreeMap::new();
         let mut collected: Vec<EventEnvelope> = Vec::new();
@@ -350,7 +341,7 @@ impl<R: Runtime, C: ControlPoint + 'static> Driver<R, C> {
                         let tx = tx.clone();
                         let task =
                             async move { transport.exchange_in(req, tx, span, binding).await };
-                        ops.insert(op, start_exchange(&mut exchanges, task));
+                        ops.insert(op, spawn_abortable::<R>(task));
                     }
                     Output::AbortTransmit { op } => {
                         if let Some(h) = ops.remove(&op) {
@@ -406,7 +397,7 @@ impl<R: Runtime, C: ControlPoint + 'static> Driver<R, C> {
             // wins the race.)
             let deadline = run.poll_timeout();
             let woke = {
-                let next = waiter.next(deadline, &mut rx, &mut exchanges);
+                let next = waiter.next(deadline, &mut rx);
                 futures::pin_mut!(next);
                 let asked = self.progress_rx.next();
                 match futures::future::select(next, asked).await {
@@ -621,23 +612,6 @@ fn in_span(
     span: Option<tracing::Span>,
 ) -> impl std::future::Future<Output = ()> + Send + 'static {
     task.instrument(span.unwrap_or_else(tracing::Span::current))
-}
-
-/// The exchanges a loop drives itself. They are polled inside the loop's wait
-/// ([`Waiter::next`]) rather than spawned: a response then wakes the loop directly, as it would
-/// wake a client awaiting its own requests, and no task is allocated and scheduled per request
-/// nor woken across threads to pass its inputs on.
-pub(crate) type Exchanges = FuturesUnordered<Abortable<BoxFuture<()>>>;
-
-/// Adds `task` to `exchanges`; aborting the handle drops it (and its connection) at the loop's
-/// next wait.
-pub(crate) fn start_exchange(
-    exchanges: &mut Exchanges,
-    task: impl std::future::Future<Output = ()> + Send + 'static,
-) -> AbortHandle {
-    let (handle, registration) = AbortHandle::new_pair();
-    exchanges.push(Abortable::new(Box::pin(task), registration));
-    handle
 }
 
 /// Spawns `task` on the runtime; aborting the handle drops it (and its connection).

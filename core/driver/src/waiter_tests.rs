@@ -1,8 +1,5 @@
-//! The run loop's waiter: the runtime's timer is armed again only for an earlier deadline, a
-//! timer left from an earlier deadline never reports a timeout before the current one, and the
-//! loop's own exchanges make progress while it waits.
-use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
+//! The run loop's waiter: the runtime's timer is armed again only for an earlier deadline, and
+//! a timer left from an earlier deadline never reports a timeout before the current one.
 use std::time::Duration;
 
 use a2at_core::io::Input;
@@ -10,7 +7,7 @@ use a2at_core::{OpId, Timestamp};
 use futures::SinkExt;
 use futures::channel::{mpsc, oneshot};
 
-use crate::run_loop::{Exchanges, Waiter, start_exchange};
+use crate::run_loop::Waiter;
 use crate::test_runtime::{TestTokio, timers_armed};
 
 fn at_ms(ms: u64) -> Option<Timestamp> {
@@ -38,9 +35,7 @@ async fn a_later_deadline_keeps_the_timer_already_armed() {
     let (mut w, mut tx, mut rx, _cancel) = waiter();
     for step in 1..=5u64 {
         tx.send(input()).await.unwrap();
-        let (_, got) = w
-            .next(at_ms(60_000 * step), &mut rx, &mut Exchanges::new())
-            .await;
+        let (_, got) = w.next(at_ms(60_000 * step), &mut rx).await;
         assert!(got.is_some(), "the input comes first");
     }
     assert_eq!(timers_armed(), 1, "one timer for five later deadlines");
@@ -50,8 +45,8 @@ async fn a_later_deadline_keeps_the_timer_already_armed() {
 async fn an_earlier_deadline_arms_a_new_timer() {
     let (mut w, mut tx, mut rx, _cancel) = waiter();
     tx.send(input()).await.unwrap();
-    w.next(at_ms(60_000), &mut rx, &mut Exchanges::new()).await;
-    let (now, got) = w.next(at_ms(10), &mut rx, &mut Exchanges::new()).await;
+    w.next(at_ms(60_000), &mut rx).await;
+    let (now, got) = w.next(at_ms(10), &mut rx).await;
     assert!(got.is_none(), "the earlier deadline fires");
     assert_eq!(now, at_ms(10).unwrap());
     assert_eq!(timers_armed(), 2);
@@ -61,9 +56,9 @@ async fn an_earlier_deadline_arms_a_new_timer() {
 async fn a_timer_left_from_an_earlier_deadline_reports_nothing_before_the_current_one() {
     let (mut w, mut tx, mut rx, _cancel) = waiter();
     tx.send(input()).await.unwrap();
-    w.next(at_ms(10), &mut rx, &mut Exchanges::new()).await;
+    w.next(at_ms(10), &mut rx).await;
     // The deadline moved to 50 ms: the timer armed for 10 ms fires first and is not a timeout.
-    let (now, got) = w.next(at_ms(50), &mut rx, &mut Exchanges::new()).await;
+    let (now, got) = w.next(at_ms(50), &mut rx).await;
     assert!(got.is_none(), "the deadline fired");
     assert!(
         now >= at_ms(50).unwrap(),
@@ -75,65 +70,13 @@ async fn a_timer_left_from_an_earlier_deadline_reports_nothing_before_the_curren
 async fn no_deadline_means_no_timeout_even_with_a_timer_armed() {
     let (mut w, mut tx, mut rx, _cancel) = waiter();
     tx.send(input()).await.unwrap();
-    w.next(at_ms(10), &mut rx, &mut Exchanges::new()).await;
+    w.next(at_ms(10), &mut rx).await;
     let mut late = tx.clone();
     tokio::spawn(async move {
         tokio::time::sleep(Duration::from_millis(100)).await;
         late.send(input()).await.unwrap();
     });
-    let (now, got) = w.next(None, &mut rx, &mut Exchanges::new()).await;
+    let (now, got) = w.next(None, &mut rx).await;
     assert!(got.is_some(), "only the input ends the wait");
     assert!(now >= at_ms(100).unwrap());
-}
-
-#[tokio::test(start_paused = true)]
-async fn the_loops_exchanges_run_while_it_waits() {
-    let (mut w, tx, mut rx, _cancel) = waiter();
-    let mut exchanges = Exchanges::new();
-    // Nothing spawns this exchange: only the wait drives it, across its own await point.
-    let mut from_exchange = tx.clone();
-    start_exchange(&mut exchanges, async move {
-        tokio::time::sleep(Duration::from_millis(5)).await;
-        from_exchange.send(input()).await.unwrap();
-    });
-    let (now, got) = w.next(at_ms(1_000), &mut rx, &mut exchanges).await;
-    assert_eq!(
-        got,
-        Some(input()),
-        "the exchange's input, before the deadline"
-    );
-    assert!(now < at_ms(1_000).unwrap());
-    w.next(at_ms(2_000), &mut rx, &mut exchanges).await;
-    assert!(exchanges.is_empty(), "a finished exchange leaves the set");
-}
-
-#[tokio::test(start_paused = true)]
-async fn an_aborted_exchange_is_dropped_at_the_next_wait_and_says_nothing() {
-    let (mut w, tx, mut rx, _cancel) = waiter();
-    let mut exchanges = Exchanges::new();
-    let dropped = Arc::new(AtomicBool::new(false));
-    let guard = DropFlag(dropped.clone());
-    let mut from_exchange = tx.clone();
-    let handle = start_exchange(&mut exchanges, async move {
-        let _guard = guard;
-        tokio::time::sleep(Duration::from_millis(5)).await;
-        from_exchange.send(input()).await.unwrap();
-    });
-    handle.abort();
-    let (now, got) = w.next(at_ms(1_000), &mut rx, &mut exchanges).await;
-    assert_eq!(got, None, "nothing but the deadline");
-    assert_eq!(now, at_ms(1_000).unwrap());
-    assert!(
-        dropped.load(Ordering::SeqCst),
-        "the exchange (and its connection) is dropped"
-    );
-    assert!(exchanges.is_empty());
-}
-
-struct DropFlag(Arc<AtomicBool>);
-
-impl Drop for DropFlag {
-    fn drop(&mut self) {
-        self.0.store(true, Ordering::SeqCst);
-    }
 }
