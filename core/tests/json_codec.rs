@@ -29,6 +29,19 @@ fn expected(kind: CallKind, payload: &Value) -> Option<Result<StreamResponse, St
     Some(decoded.map_err(|e| format!("invalid A2A payload at {e}")))
 }
 
+/// A REST `SendMessage` answer with a 200 status, fed in chunks of `chunk` bytes.
+fn send_message_rest(headers: &[(String, String)], body: &[u8], chunk: usize) -> Vec<ResponseItem> {
+    common::decode_with(
+        Binding::HttpJson,
+        CallKind::SendMessage,
+        "7",
+        200,
+        headers,
+        body,
+        chunk,
+    )
+}
+
 /// The first item the decoder produced, as the same `Result` shape.
 fn first(items: &[ResponseItem]) -> Result<StreamResponse, String> {
     match items.first() {
@@ -97,28 +110,12 @@ fn repeated_member_names_read_as_the_last_value_like_a_value_map() {
         }
     }
     // The last `id` wins, and the metadata keeps the first position of a repeated name.
-    let items = common::decode_with(
-        Binding::HttpJson,
-        CallKind::SendMessage,
-        "7",
-        200,
-        &[],
-        bodies[0],
-        64,
-    );
+    let items = send_message_rest(&[], bodies[0], 64);
     let Ok(StreamResponse::Task(t)) = first(&items) else {
         panic!("{items:?}")
     };
     assert_eq!(t.id, "b");
-    let items = common::decode_with(
-        Binding::HttpJson,
-        CallKind::SendMessage,
-        "7",
-        200,
-        &[],
-        bodies[2],
-        64,
-    );
+    let items = send_message_rest(&[], bodies[2], 64);
     let Ok(StreamResponse::Message(m)) = first(&items) else {
         panic!("{items:?}")
     };
@@ -131,15 +128,7 @@ fn repeated_member_names_read_as_the_last_value_like_a_value_map() {
 fn escaped_names_and_strings_read_like_plain_ones() {
     let body = br#"{"t\u0061sk":{"id":"x\n\"y\u00e9","contextId":"c","st\u0061tus":{"state":"TASK_STATE_COMPLETED","message":{"messageId":"m","role":"ROLE_AGENT","parts":[{"text":"\ud83d\ude00 ok"}]}}}}"#;
     check_all_paths(CallKind::SendMessage, body).unwrap();
-    let items = common::decode_with(
-        Binding::HttpJson,
-        CallKind::SendMessage,
-        "7",
-        200,
-        &[],
-        body,
-        3,
-    );
+    let items = send_message_rest(&[], body, 3);
     let Ok(StreamResponse::Task(t)) = first(&items) else {
         panic!("{items:?}")
     };
@@ -178,15 +167,7 @@ fn a_body_that_is_not_json_names_the_parse_error() {
         (&b"\xff"[..], serde_json::from_slice::<Value>(b"\xff")),
     ] {
         let e = parse_error.unwrap_err().to_string();
-        let items = common::decode_with(
-            Binding::HttpJson,
-            CallKind::SendMessage,
-            "7",
-            200,
-            &json,
-            body,
-            4,
-        );
+        let items = send_message_rest(&json, body, 4);
         let Err(message) = first(&items) else {
             panic!("{items:?}")
         };
@@ -201,15 +182,7 @@ fn a_body_that_is_not_json_names_the_parse_error() {
 fn nesting_beyond_the_parser_limit_is_malformed_not_a_crash() {
     let depth = 10_000;
     let body = format!("{{\"task\":{}{}}}", "[".repeat(depth), "]".repeat(depth));
-    let items = common::decode_with(
-        Binding::HttpJson,
-        CallKind::SendMessage,
-        "7",
-        200,
-        &[],
-        body.as_bytes(),
-        4096,
-    );
+    let items = send_message_rest(&[], body.as_bytes(), 4096);
     let Err(message) = first(&items) else {
         panic!("{items:?}")
     };
@@ -375,7 +348,7 @@ proptest! {
         if let Ok(sr) = StreamResponse::from_json(&v) {
             let bytes = serde_json::to_vec(&sr).unwrap();
             prop_assert_eq!(&bytes, &serde_json::to_vec(&sr.to_json()).unwrap());
-            let items = common::decode_with(Binding::HttpJson, CallKind::SendMessage, "7", 200, &[], &bytes, 16);
+            let items = send_message_rest(&[], &bytes, 16);
             prop_assert_eq!(first(&items), Ok(sr));
         }
     }
