@@ -209,11 +209,14 @@ pub async fn answer_guarded<C: ControlPoint + ?Sized>(
     request: HostRequest,
 ) -> HostReply {
     let name = request.callback_name();
-    let failure = HostReply::failure_for(&request, HostError::panicked(name));
+    // Built only when a panic happened: the failure's message is an allocation every host call
+    // would otherwise pay.
+    let make_failure = HostReply::failure_maker(&request);
+    let failure = || make_failure(HostError::panicked(name));
     let future = std::panic::catch_unwind(AssertUnwindSafe(|| answer(control_point, request)));
     match future {
-        Ok(future) => CatchUnwind(Box::pin(future)).await.unwrap_or(failure),
-        Err(_) => failure,
+        Ok(future) => CatchUnwind(Box::pin(future)).await.unwrap_or_else(failure),
+        Err(_) => failure(),
     }
 }
 

@@ -615,12 +615,18 @@ pub enum HostReply {
 impl HostReply {
     /// The failed answer of the right kind for `request`.
     pub fn failure_for(request: &HostRequest, error: HostError) -> HostReply {
+        HostReply::failure_maker(request)(error)
+    }
+
+    /// What [`HostReply::failure_for`] does for `request`, kept apart from the request so a
+    /// failure can be built later, after the request was moved into the callback.
+    pub(crate) fn failure_maker(request: &HostRequest) -> fn(HostError) -> HostReply {
         match request {
-            HostRequest::Task(_) => HostReply::Task(Err(error)),
-            HostRequest::SelfTask(_) => HostReply::SelfTask(Err(error)),
-            HostRequest::Route(_) => HostReply::Route(Err(error)),
-            HostRequest::Negotiation(_) => HostReply::Negotiation(Err(error)),
-            HostRequest::InputRequired(_) => HostReply::InputRequired(Err(error)),
+            HostRequest::Task(_) => |error| HostReply::Task(Err(error)),
+            HostRequest::SelfTask(_) => |error| HostReply::SelfTask(Err(error)),
+            HostRequest::Route(_) => |error| HostReply::Route(Err(error)),
+            HostRequest::Negotiation(_) => |error| HostReply::Negotiation(Err(error)),
+            HostRequest::InputRequired(_) => |error| HostReply::InputRequired(Err(error)),
         }
     }
 }
