@@ -12,7 +12,7 @@ use std::panic::AssertUnwindSafe;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::event::{Event, EventType};
+use crate::event::{Event, EventData, EventType};
 use crate::host::{
     ControlPoint, HostError, HostReply, HostRequest, InputDecision, InputRequest, MessageContent,
     NegotiationReply, NegotiationRequest, RouteDecision, RouteRequest, TaskRequest, TaskResult,
@@ -243,7 +243,7 @@ pub struct EventEnvelope {
     #[serde(rename = "type")]
     pub kind: EventType,
     /// The payload, shaped per type as documented on [`EventType`].
-    pub data: Value,
+    pub data: EventData,
     /// When the runtime delivered it: seconds since the Unix epoch.
     pub timestamp: f64,
 }
@@ -263,7 +263,7 @@ impl EventEnvelope {
     pub fn derived(&self, kind: EventType, data: Value) -> EventEnvelope {
         EventEnvelope {
             kind,
-            data,
+            data: data.into(),
             timestamp: self.timestamp,
         }
     }

@@ -6,7 +6,11 @@
 //! and `route_decision` once per outgoing edge; finally `workflow_complete`, `complete` or
 //! `error`. The runtime adds `close` after the `on_finish` hook.
 
-use serde::{Deserialize, Serialize};
+use std::fmt;
+use std::ops::Deref;
+use std::sync::{Arc, OnceLock};
+
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use serde_json::Value;
 
 /// The stable event types. The three reserved ones are never emitted on the workflow stream.
@@ -161,19 +165,138 @@ pub struct Event {
     #[serde(rename = "type")]
     pub kind: EventType,
     /// The payload, shaped per type as documented on [`EventType`].
-    pub data: Value,
+    pub data: EventData,
 }
 
 impl Event {
     /// Builds an event.
-    pub fn new(kind: EventType, data: Value) -> Self {
-        Event { kind, data }
+    pub fn new(kind: EventType, data: impl Into<EventData>) -> Self {
+        Event {
+            kind,
+            data: data.into(),
+        }
+    }
+}
+
+/// The JSON payload of an event, read as a [`Value`] (it dereferences to one).
+///
+/// The engine builds the larger payloads (a step's results, a subtask's response, the final
+/// history) the first time they are read, from data it shares with the run's result instead of
+/// copying, so an event nobody reads costs almost nothing. The JSON is the same either way, and
+/// it is built once: later reads and clones share it.
+#[derive(Clone)]
+pub struct EventData(Repr);
+
+#[derive(Clone)]
+enum Repr {
+    Built(Value),
+    Deferred(Arc<dyn Deferred>),
+}
+
+/// A payload built on first read.
+trait Deferred: Send + Sync {
+    fn value(&self) -> &Value;
+}
+
+struct Lazy<F> {
+    built: OnceLock<Value>,
+    build: F,
+}
+
+impl<F: Fn() -> Value + Send + Sync> Deferred for Lazy<F> {
+    fn value(&self) -> &Value {
+        self.built.get_or_init(&self.build)
+    }
+}
+
+impl EventData {
+    /// A payload that `build` produces when it is first read. `build` must depend only on what
+    /// it owns (shared, immutable data), so the JSON is the same whenever it is read.
+    pub(crate) fn deferred(build: impl Fn() -> Value + Send + Sync + 'static) -> EventData {
+        EventData(Repr::Deferred(Arc::new(Lazy {
+            built: OnceLock::new(),
+            build,
+        })))
+    }
+
+    /// The payload as JSON.
+    pub fn value(&self) -> &Value {
+        match &self.0 {
+            Repr::Built(value) => value,
+            Repr::Deferred(lazy) => lazy.value(),
+        }
+    }
+
+    /// The payload as an owned [`Value`] (a copy when the payload is shared).
+    pub fn into_value(self) -> Value {
+        match self.0 {
+            Repr::Built(value) => value,
+            Repr::Deferred(lazy) => lazy.value().clone(),
+        }
+    }
+}
+
+impl Deref for EventData {
+    type Target = Value;
+
+    fn deref(&self) -> &Value {
+        self.value()
+    }
+}
+
+impl AsRef<Value> for EventData {
+    fn as_ref(&self) -> &Value {
+        self.value()
+    }
+}
+
+impl From<Value> for EventData {
+    fn from(value: Value) -> EventData {
+        EventData(Repr::Built(value))
+    }
+}
+
+impl From<EventData> for Value {
+    fn from(data: EventData) -> Value {
+        data.into_value()
+    }
+}
+
+impl PartialEq for EventData {
+    fn eq(&self, other: &EventData) -> bool {
+        self.value() == other.value()
+    }
+}
+
+impl PartialEq<Value> for EventData {
+    fn eq(&self, other: &Value) -> bool {
+        self.value() == other
+    }
+}
+
+impl fmt::Debug for EventData {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::Debug::fmt(self.value(), f)
+    }
+}
+
+impl Serialize for EventData {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        self.value().serialize(serializer)
+    }
+}
+
+impl<'de> Deserialize<'de> for EventData {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<EventData, D::Error> {
+        Value::deserialize(deserializer).map(EventData::from)
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde_json::json;
+    use std::sync::atomic::{AtomicUsize, Ordering};
 
     #[test]
     fn selection_round_trips_through_its_trace_list() {
@@ -188,6 +311,62 @@ mod tests {
         assert!(only.includes(EventType::Error));
         assert!(!only.includes(EventType::Complete));
         assert!(!EventSelection::None.includes(EventType::Start));
+    }
+
+    /// A deferred payload that counts how often it is built.
+    fn counted(builds: &Arc<AtomicUsize>) -> EventData {
+        let builds = Arc::clone(builds);
+        EventData::deferred(move || {
+            builds.fetch_add(1, Ordering::SeqCst);
+            json!({"step": "a", "n": 1})
+        })
+    }
+
+    #[test]
+    fn a_deferred_payload_is_built_once_when_first_read_and_clones_share_it() {
+        let builds = Arc::new(AtomicUsize::new(0));
+        let data = counted(&builds);
+        let copy = data.clone();
+        assert_eq!(
+            builds.load(Ordering::SeqCst),
+            0,
+            "built before anyone read it"
+        );
+        assert_eq!(data["step"], "a");
+        assert_eq!(copy["n"], 1);
+        assert_eq!(copy.value(), data.value());
+        assert_eq!(builds.load(Ordering::SeqCst), 1);
+    }
+
+    #[test]
+    fn a_deferred_payload_reads_serialises_and_compares_as_its_json() {
+        let builds = Arc::new(AtomicUsize::new(0));
+        let expected = json!({"step": "a", "n": 1});
+        let data = counted(&builds);
+        assert_eq!(data, expected);
+        assert_eq!(data, EventData::from(expected.clone()));
+        assert_ne!(data, EventData::from(json!({"step": "b", "n": 1})));
+        assert_ne!(data, json!(null));
+        assert_eq!(data.as_ref(), &expected);
+        assert_eq!(format!("{data:?}"), format!("{expected:?}"));
+        assert_eq!(
+            serde_json::to_string(&data).unwrap(),
+            serde_json::to_string(&expected).unwrap()
+        );
+        assert_eq!(Value::from(data.clone()), expected);
+        assert_eq!(data.into_value(), expected);
+        assert_eq!(EventData::from(expected.clone()).into_value(), expected);
+    }
+
+    #[test]
+    fn an_event_reads_back_from_its_json() {
+        let builds = Arc::new(AtomicUsize::new(0));
+        let event = Event::new(EventType::StepStart, counted(&builds));
+        let text = serde_json::to_string(&event).unwrap();
+        assert_eq!(text, r#"{"type":"step_start","data":{"step":"a","n":1}}"#);
+        let back: Event = serde_json::from_str(&text).unwrap();
+        assert_eq!(back, event);
+        assert_eq!(back.data.value(), &json!({"step": "a", "n": 1}));
     }
 
     #[test]

@@ -93,6 +93,7 @@
 //! going backwards is an [`ApiMisuse`].
 
 use std::collections::{BTreeMap, VecDeque};
+use std::sync::Arc;
 
 use core::time::Duration;
 
@@ -651,7 +652,7 @@ impl Authorization {
             Invocation::start_sending(AUTHORIZATION_TASK, request, content.clone(), &mut env);
         if let Some(refused) = refused {
             return Err(PreconditionError::InvalidContent(
-                refused.error.unwrap_or_default(),
+                Arc::unwrap_or_clone(refused).error.unwrap_or_default(),
             ));
         }
         let mut authorization = Authorization {
@@ -755,7 +756,7 @@ impl Authorization {
 
     /// Moves what the shared machinery asked for into this machine's outputs, and the result
     /// once it is decided.
-    fn collect(&mut self, finished: Option<TaskExecutionResult>) {
+    fn collect(&mut self, finished: Option<Arc<TaskExecutionResult>>) {
         while let Some(output) = self.ctx.outputs.pop_front() {
             match output {
                 Output::Transmit(request) => {
@@ -777,6 +778,8 @@ impl Authorization {
         let Some(finished) = finished else {
             return;
         };
+        // No event shares it (none is selected), so this takes the result without a copy.
+        let finished = Arc::unwrap_or_clone(finished);
         let result = AuthorizationResult {
             agent_name: finished.agent_name,
             success: finished.status == TaskStatus::Success,
@@ -797,15 +800,16 @@ impl Authorization {
 
 /// The shared machinery's timeout or cancellation under the authorization's own code.
 fn renamed(
-    mut result: TaskExecutionResult,
+    result: Arc<TaskExecutionResult>,
     code: &str,
     message: Option<String>,
-) -> TaskExecutionResult {
+) -> Arc<TaskExecutionResult> {
+    let mut result = Arc::unwrap_or_clone(result);
     result.error_code = Some(code.to_owned());
     if let Some(message) = message {
         result.error = Some(message);
     }
-    result
+    Arc::new(result)
 }
 
 // ----- Notification-T -----

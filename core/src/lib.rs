@@ -141,7 +141,7 @@ pub mod tracectx;
 mod urlenc;
 pub mod workflow;
 
-pub use event::{Event, EventSelection, EventType};
+pub use event::{Event, EventData, EventSelection, EventType};
 pub use ids::{CallId, IdGenerator, OpId, StepId, TaskKey};
 pub use io::{ApiMisuse, HttpRequest, Input, Output};
 pub use result::ExecutionResult;

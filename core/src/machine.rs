@@ -6,7 +6,7 @@ use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use serde_json::Value;
 
 use crate::a2a::ResponseDecoder;
-use crate::event::{Event, EventSelection, EventType};
+use crate::event::{Event, EventData, EventSelection, EventType};
 use crate::ids::{CallId, IdGenerator, OpId, StepId, TaskKey};
 use crate::io::{ApiMisuse, Correlation, OpPurpose, Output};
 use crate::run::ScheduledRetry;
@@ -88,6 +88,20 @@ macro_rules! emit {
 }
 pub(crate) use emit;
 
+/// Emits an event whose payload is built only when first read, if the run's [`EventSelection`]
+/// includes it: `emit_deferred!(self.ctx, kind, { let shared = Arc::clone(&x); move || ... })`.
+/// The block runs only for a wanted event, so it can take what the closure owns there.
+macro_rules! emit_deferred {
+    ($ctx:expr, $kind:expr, $build:expr $(,)?) => {{
+        let kind = $kind;
+        if $ctx.wants(kind) {
+            let data = $crate::event::EventData::deferred($build);
+            $ctx.emit(kind, data);
+        }
+    }};
+}
+pub(crate) use emit_deferred;
+
 /// An event payload object from `(key, value)` pairs, keys in the given order, each value moved
 /// in. For fields that already are a `Value` (results, outputs, history): `json!` would copy such
 /// a field through the serializer, node by node, which made that copy most of an event's cost.
@@ -138,7 +152,7 @@ impl Ctx {
         self.events.includes(kind)
     }
 
-    pub fn emit(&mut self, kind: EventType, data: Value) {
+    pub fn emit(&mut self, kind: EventType, data: impl Into<EventData>) {
         self.outputs
             .push_back(Output::Event(Event::new(kind, data)));
     }

@@ -38,6 +38,7 @@
 #![allow(clippy::result_large_err)]
 
 use std::collections::BTreeSet;
+use std::sync::Arc;
 
 use serde_json::{Value, json};
 
@@ -57,7 +58,7 @@ use crate::host::{
 };
 use crate::ids::{CallId, OpId, TaskKey};
 use crate::io::{Correlation, Input, OpPurpose, Output, TransportError, TransportErrorKind};
-use crate::machine::{CallOwner, Ctx, OpEntry, TimerKey, emit};
+use crate::machine::{CallOwner, Ctx, OpEntry, TimerKey, emit, emit_deferred};
 use crate::retry::{self, AmbiguousSend, Attempts, FailedExchange, Fault, Recovery, RetryAttempt};
 use crate::run::ScheduledRetry;
 use crate::time::Timestamp;
@@ -189,7 +190,7 @@ impl Invocation {
         request: TaskRequest,
         content: MessageContent,
         env: &mut Env<'_>,
-    ) -> (Self, Option<TaskExecutionResult>) {
+    ) -> (Self, Option<Arc<TaskExecutionResult>>) {
         let mut invocation = Invocation::new(key, request, true, env);
         let step = invocation.on_content(Ok(content), env);
         let result = invocation.conclude(step, env);
@@ -255,7 +256,7 @@ impl Invocation {
         call: CallId,
         reply: HostReply,
         env: &mut Env<'_>,
-    ) -> Option<TaskExecutionResult> {
+    ) -> Option<Arc<TaskExecutionResult>> {
         let step = match (&self.phase, reply) {
             (Phase::Composing(c), HostReply::Task(answer)) if *c == call => {
                 self.on_content(answer, env)
@@ -277,7 +278,7 @@ impl Invocation {
         op: OpId,
         items: Vec<ResponseItem>,
         env: &mut Env<'_>,
-    ) -> Option<TaskExecutionResult> {
+    ) -> Option<Arc<TaskExecutionResult>> {
         let step = self.handle_items(op, items, env);
         self.conclude(step, env)
     }
@@ -288,7 +289,7 @@ impl Invocation {
         op: OpId,
         error: TransportError,
         env: &mut Env<'_>,
-    ) -> Option<TaskExecutionResult> {
+    ) -> Option<Arc<TaskExecutionResult>> {
         if self.phase != Phase::Exchanging(op) {
             return None;
         }
@@ -306,7 +307,7 @@ impl Invocation {
     }
 
     /// The backoff before a retry ended: carry the retry out.
-    pub fn on_retry_timer(&mut self, env: &mut Env<'_>) -> Option<TaskExecutionResult> {
+    pub fn on_retry_timer(&mut self, env: &mut Env<'_>) -> Option<Arc<TaskExecutionResult>> {
         let Phase::Backoff(recovery) = self.phase else {
             return None;
         };
@@ -486,7 +487,7 @@ impl Invocation {
     }
 
     /// The poll timer fired: observe the task with `GetTask`.
-    pub fn on_poll_timer(&mut self, env: &mut Env<'_>) -> Option<TaskExecutionResult> {
+    pub fn on_poll_timer(&mut self, env: &mut Env<'_>) -> Option<Arc<TaskExecutionResult>> {
         if self.phase != Phase::Waiting {
             return None;
         }
@@ -510,7 +511,7 @@ impl Invocation {
     }
 
     /// The budget expired.
-    pub fn on_deadline(&mut self, env: &mut Env<'_>) -> Option<TaskExecutionResult> {
+    pub fn on_deadline(&mut self, env: &mut Env<'_>) -> Option<Arc<TaskExecutionResult>> {
         let budget = env.config.task_budget;
         let negotiating =
             !self.exchanges.is_empty() || matches!(self.phase, Phase::Negotiating { .. });
@@ -528,7 +529,7 @@ impl Invocation {
     }
 
     /// The run was cancelled or a peer won an ANY_SUCCESS step.
-    pub fn cancel(&mut self, reason: &str, env: &mut Env<'_>) -> Option<TaskExecutionResult> {
+    pub fn cancel(&mut self, reason: &str, env: &mut Env<'_>) -> Option<Arc<TaskExecutionResult>> {
         let mut failure = Failure::new(codes::CANCELLED, reason);
         failure.status = TaskStatus::Cancelled;
         self.conclude(Err(failure), env)
@@ -1309,7 +1310,7 @@ impl Invocation {
     }
 
     /// Turns the outcome of a handler into a final result, cleaning up when one was decided.
-    fn conclude(&mut self, step: Step, env: &mut Env<'_>) -> Option<TaskExecutionResult> {
+    fn conclude(&mut self, step: Step, env: &mut Env<'_>) -> Option<Arc<TaskExecutionResult>> {
         if self.phase == Phase::Done {
             return None;
         }
@@ -1322,18 +1323,20 @@ impl Invocation {
             }
         };
         self.finish(env);
-        let text: Vec<&str> = result.outputs.iter().filter_map(Value::as_str).collect();
-        emit!(
-            env.ctx,
-            EventType::AgentResponse,
-            json!({
-                "agent": self.request.agent_name,
-                "step": self.request.step_name,
-                "subtask_index": self.request.subtask_index,
-                "response": text.join("\n"),
-                "receivedMessages": result.received_messages,
-            }),
-        );
+        let result = Arc::new(result);
+        emit_deferred!(env.ctx, EventType::AgentResponse, {
+            let result = Arc::clone(&result);
+            move || {
+                let text: Vec<&str> = result.outputs.iter().filter_map(Value::as_str).collect();
+                json!({
+                    "agent": result.agent_name,
+                    "step": result.step_name,
+                    "subtask_index": result.subtask_index,
+                    "response": text.join("\n"),
+                    "receivedMessages": result.received_messages,
+                })
+            }
+        });
         Some(result)
     }
 

@@ -38,7 +38,7 @@ use crate::host::{
 };
 use crate::ids::{CallId, IdGenerator, StepId, TaskKey, task_uuid};
 use crate::io::{ApiMisuse, Input, Output};
-use crate::machine::{CallOwner, Ctx, TimerKey, emit, object};
+use crate::machine::{CallOwner, Ctx, TimerKey, emit, emit_deferred, object};
 use crate::remote::{self, Env, Invocation, Routed};
 use crate::result::{ExecutionResult, RunError, StepReport, StepStatus};
 use crate::time::Timestamp;
@@ -585,28 +585,31 @@ impl Run {
         } else {
             EventType::Complete
         };
-        emit!(self.ctx, last, {
-            let history = serde_json::to_value(&result.history).unwrap_or(Value::Null);
-            let outputs = serde_json::to_value(&result.step_outputs).unwrap_or(Value::Null);
-            let execution_id = Value::from(self.ctx.execution_id.as_str());
-            match &result.error {
-                None => object([
-                    ("history", history),
-                    ("step_outputs", outputs),
-                    ("executionId", execution_id),
-                ]),
-                Some(error) => object([
-                    ("error", Value::from(error.message.as_str())),
-                    ("errorCode", Value::from(error.code.as_str())),
-                    ("history", history),
-                    ("step_outputs", outputs),
-                    ("executionId", execution_id),
-                ]),
+        // One result for the output, for `result()` and for the last event's payload: a copy
+        // would cost as much as the whole history and double the run's peak memory at its end.
+        let result = Arc::new(result);
+        emit_deferred!(self.ctx, last, {
+            let result = Arc::clone(&result);
+            move || {
+                let history = serde_json::to_value(&result.history).unwrap_or(Value::Null);
+                let outputs = serde_json::to_value(&result.step_outputs).unwrap_or(Value::Null);
+                let execution_id = Value::from(result.execution_id.as_str());
+                match &result.error {
+                    None => object([
+                        ("history", history),
+                        ("step_outputs", outputs),
+                        ("executionId", execution_id),
+                    ]),
+                    Some(error) => object([
+                        ("error", Value::from(error.message.as_str())),
+                        ("errorCode", Value::from(error.code.as_str())),
+                        ("history", history),
+                        ("step_outputs", outputs),
+                        ("executionId", execution_id),
+                    ]),
+                }
             }
         });
-        // One result for the output and for `result()`: a copy would cost as much as the
-        // whole history and double the run's peak memory at its end.
-        let result = Arc::new(result);
         self.ctx.push(Output::Finished(Arc::clone(&result)));
         self.finished = Some(result);
     }
@@ -696,11 +699,13 @@ impl Run {
             state.results = vec![None; step.subtasks.len()];
             state.running = step.subtasks.len();
         }
-        emit!(
-            self.ctx,
-            EventType::StepStart,
-            json!({ "step": step.name, "step_type": step.step_type.as_str(), "executionId": self.ctx.execution_id }),
-        );
+        emit_deferred!(self.ctx, EventType::StepStart, {
+            let (workflow, execution_id) = (Arc::clone(&workflow), self.ctx.execution_id.clone());
+            move || {
+                let step = workflow.step(id);
+                json!({ "step": step.name, "step_type": step.step_type.as_str(), "executionId": execution_id })
+            }
+        });
         let routes_ask_host = workflow.edges(id).iter().any(|e| e.is_conditional());
         for (i, sub) in step.subtasks.iter().enumerate() {
             let key = TaskKey {
@@ -725,23 +730,26 @@ impl Run {
                     self.steps[id.index()].window.clone()
                 },
             };
-            emit!(
-                self.ctx,
-                EventType::TaskRequest,
-                json!({
-                    "step": step.name,
-                    "subtask_index": i,
-                    "agent": sub.agent,
-                    "task": sub.description,
-                    "task_id": task_id,
-                    "executionId": self.ctx.execution_id,
-                }),
-            );
-            emit!(
-                self.ctx,
-                EventType::TaskStatusChanged,
-                json!({ "step": step.name, "subtask_index": i, "agent": sub.agent, "status": "running" }),
-            );
+            emit_deferred!(self.ctx, EventType::TaskRequest, {
+                let workflow = Arc::clone(&workflow);
+                let (task_id, execution_id) = (task_id.clone(), self.ctx.execution_id.clone());
+                move || {
+                    let step = workflow.step(key.step);
+                    let sub = &step.subtasks[key.subtask as usize];
+                    json!({
+                        "step": step.name,
+                        "subtask_index": key.subtask,
+                        "agent": sub.agent,
+                        "task": sub.description,
+                        "task_id": task_id,
+                        "executionId": execution_id,
+                    })
+                }
+            });
+            emit_deferred!(self.ctx, EventType::TaskStatusChanged, {
+                let workflow = Arc::clone(&workflow);
+                move || status_changed(&workflow, key, "running")
+            });
             if step.step_type == StepType::SelfLoop {
                 let call = self.ctx.new_call(CallOwner::SelfTask(key));
                 let deadline = self.ctx.now.saturating_add(self.config.callback_budget);
@@ -771,14 +779,14 @@ impl Run {
         key: TaskKey,
         outcome: Result<Vec<Value>, (String, String)>,
         status: TaskStatus,
-    ) -> TaskExecutionResult {
+    ) -> Arc<TaskExecutionResult> {
         let step = self.workflow.step(key.step);
         let sub = &step.subtasks[key.subtask as usize];
         let (outputs, error, error_code) = match outcome {
             Ok(outputs) => (outputs, None, None),
             Err((code, message)) => (Vec::new(), Some(message), Some(code)),
         };
-        TaskExecutionResult {
+        Arc::new(TaskExecutionResult {
             step_name: step.name.clone(),
             subtask_index: key.subtask,
             agent_name: sub.agent.clone(),
@@ -793,7 +801,7 @@ impl Run {
             error_details: None,
             remote_task_id: None,
             context_id: None,
-        }
+        })
     }
 
     fn cancel_task(&mut self, key: TaskKey, reason: &str) {
@@ -823,44 +831,40 @@ impl Run {
         }
     }
 
-    fn task_finished(&mut self, key: TaskKey, result: TaskExecutionResult) {
+    fn task_finished(&mut self, key: TaskKey, result: Arc<TaskExecutionResult>) {
         self.slots.remove(&key);
         let step_id = key.step;
         let step_type = self.workflow.step(step_id).step_type;
-        let name = self.workflow.step(step_id).name.clone();
-        emit!(
-            self.ctx,
-            EventType::TaskStatusChanged,
-            json!({
-                "step": name,
-                "subtask_index": key.subtask,
-                "agent": result.agent_name,
-                "status": result.status.as_str(),
-            }),
-        );
-        emit!(
-            self.ctx,
-            EventType::TaskResponse,
-            json!({
-                "step": name,
-                "subtask_index": key.subtask,
-                "agent": result.agent_name,
-                "task": result.task_description,
-                "outputs": Value::Array(result.outputs.clone()),
-                "success": result.status == TaskStatus::Success,
-                "status": result.status.as_str(),
-                "taskId": result.task_id,
-                "remoteTaskId": result.remote_task_id,
-                "error": result.error,
-                "errorCode": result.error_code,
-                "errorDetails": result.error_details,
-                "executionId": self.ctx.execution_id,
-            }),
-        );
+        emit_deferred!(self.ctx, EventType::TaskStatusChanged, {
+            let (workflow, status) = (Arc::clone(&self.workflow), result.status.as_str());
+            move || status_changed(&workflow, key, status)
+        });
+        emit_deferred!(self.ctx, EventType::TaskResponse, {
+            let result = Arc::clone(&result);
+            let workflow = Arc::clone(&self.workflow);
+            let execution_id = self.ctx.execution_id.clone();
+            move || {
+                json!({
+                    "step": workflow.step(key.step).name,
+                    "subtask_index": key.subtask,
+                    "agent": result.agent_name,
+                    "task": result.task_description,
+                    "outputs": result.outputs,
+                    "success": result.status == TaskStatus::Success,
+                    "status": result.status.as_str(),
+                    "taskId": result.task_id,
+                    "remoteTaskId": result.remote_task_id,
+                    "error": result.error,
+                    "errorCode": result.error_code,
+                    "errorDetails": result.error_details,
+                    "executionId": execution_id,
+                })
+            }
+        });
         let won = result.status == TaskStatus::Success;
         self.finish_order.push(key);
         let state = &mut self.steps[step_id.index()];
-        state.results[key.subtask as usize] = Some(Arc::new(result));
+        state.results[key.subtask as usize] = Some(result);
         state.running -= 1;
         if step_type == StepType::AnySuccess && won && !state.winner_found {
             state.winner_found = true;
@@ -881,6 +885,29 @@ impl Run {
         }
     }
 
+    /// What a step's `step_complete` or `error` event is built from: its results, shared with
+    /// the run's history rather than copied.
+    fn step_event_parts(
+        &self,
+        id: StepId,
+    ) -> (
+        Vec<Arc<TaskExecutionResult>>,
+        Arc<ValidatedWorkflow>,
+        String,
+    ) {
+        let results = self.steps[id.index()]
+            .results
+            .iter()
+            .flatten()
+            .cloned()
+            .collect();
+        (
+            results,
+            Arc::clone(&self.workflow),
+            self.ctx.execution_id.clone(),
+        )
+    }
+
     fn complete_step(&mut self, id: StepId) {
         let step = self.workflow.step(id);
         let state = &self.steps[id.index()];
@@ -894,12 +921,6 @@ impl Run {
                 results.iter().all(|r| r.status == TaskStatus::Success)
             }
         };
-        let results_json =
-            if self.ctx.wants(EventType::StepComplete) || self.ctx.wants(EventType::Error) {
-                serde_json::to_value(&results).unwrap_or(Value::Null)
-            } else {
-                Value::Null
-            };
         let failed_detail = results
             .iter()
             .find(|r| r.status != TaskStatus::Success)
@@ -924,32 +945,34 @@ impl Run {
         }
         if succeeded {
             self.steps[id.index()].phase = Phase::Succeeded;
-            emit!(
-                self.ctx,
-                EventType::StepComplete,
-                object([
-                    ("step", Value::from(name.as_str())),
-                    ("success", Value::Bool(true)),
-                    ("results", results_json),
-                    ("executionId", Value::from(self.ctx.execution_id.as_str())),
-                ]),
-            );
+            emit_deferred!(self.ctx, EventType::StepComplete, {
+                let (results, workflow, execution_id) = self.step_event_parts(id);
+                move || {
+                    object([
+                        ("step", Value::from(workflow.step(id).name.as_str())),
+                        ("success", Value::Bool(true)),
+                        ("results", results_value(&results)),
+                        ("executionId", Value::from(execution_id.as_str())),
+                    ])
+                }
+            });
             if !self.stopping() {
                 self.begin_routing(id);
             }
         } else {
             self.steps[id.index()].phase = Phase::Failed;
-            emit!(
-                self.ctx,
-                EventType::Error,
-                object([
-                    ("step", Value::from(name.as_str())),
-                    ("results", results_json),
-                    ("error", Value::from("Step execution failed")),
-                    ("errorCode", Value::from(codes::STEP_FAILED)),
-                    ("executionId", Value::from(self.ctx.execution_id.as_str())),
-                ]),
-            );
+            emit_deferred!(self.ctx, EventType::Error, {
+                let (results, workflow, execution_id) = self.step_event_parts(id);
+                move || {
+                    object([
+                        ("step", Value::from(workflow.step(id).name.as_str())),
+                        ("results", results_value(&results)),
+                        ("error", Value::from("Step execution failed")),
+                        ("errorCode", Value::from(codes::STEP_FAILED)),
+                        ("executionId", Value::from(execution_id.as_str())),
+                    ])
+                }
+            });
             self.fail_run(
                 codes::STEP_FAILED,
                 format!("Step execution failed: step {name}{failed_detail}"),
@@ -1065,23 +1088,27 @@ impl Run {
             .expect("checked above");
         self.steps[id.index()].phase = Phase::Succeeded;
         let workflow = Arc::clone(&self.workflow);
-        let step = workflow.step(id);
         let mut activated = Vec::new();
-        for (edge, decision) in workflow.edges(id).iter().zip(routing.decisions) {
+        for (edge_index, (edge, decision)) in
+            workflow.edges(id).iter().zip(routing.decisions).enumerate()
+        {
             let decision = decision.expect("all decisions present");
-            emit!(
-                self.ctx,
-                EventType::RouteDecision,
-                json!({
-                    "step": step.name,
-                    "next": edge.target_name(&workflow),
-                    "condition": edge.condition,
-                    "conditional": edge.is_conditional(),
-                    "allowed": decision.allowed,
-                    "reason": decision.reason,
-                    "executionId": self.ctx.execution_id,
-                }),
-            );
+            emit_deferred!(self.ctx, EventType::RouteDecision, {
+                let workflow = Arc::clone(&workflow);
+                let (decision, execution_id) = (decision.clone(), self.ctx.execution_id.clone());
+                move || {
+                    let edge = &workflow.edges(id)[edge_index];
+                    json!({
+                        "step": workflow.step(id).name,
+                        "next": edge.target_name(&workflow),
+                        "condition": edge.condition,
+                        "conditional": edge.is_conditional(),
+                        "allowed": decision.allowed,
+                        "reason": decision.reason,
+                        "executionId": execution_id,
+                    })
+                }
+            });
             if let (true, EdgeTarget::Step(target)) = (decision.allowed, &edge.target) {
                 activated.push(*target);
             }
@@ -1279,4 +1306,26 @@ impl Run {
             }
         }
     }
+}
+
+/// The JSON of a step's results, in subtask order, as its `step_complete` or `error` event
+/// carries them.
+fn results_value(results: &[Arc<TaskExecutionResult>]) -> Value {
+    Value::Array(
+        results
+            .iter()
+            .map(|r| serde_json::to_value(&**r).unwrap_or(Value::Null))
+            .collect(),
+    )
+}
+
+/// The payload of a `task_status_changed` event.
+fn status_changed(workflow: &ValidatedWorkflow, key: TaskKey, status: &str) -> Value {
+    let step = workflow.step(key.step);
+    json!({
+        "step": step.name,
+        "subtask_index": key.subtask,
+        "agent": step.subtasks[key.subtask as usize].agent,
+        "status": status,
+    })
 }

@@ -78,7 +78,7 @@ impl SimOutcome {
     pub fn events(&self, kind: &str) -> Vec<&Value> {
         self.outputs()
             .filter_map(|o| match o {
-                Output::Event(e) if e.kind.as_str() == kind => Some(&e.data),
+                Output::Event(e) if e.kind.as_str() == kind => Some(e.data.value()),
                 _ => None,
             })
             .collect()
@@ -129,6 +129,8 @@ pub struct Sim {
     redeliver_duplicates: bool,
     delivered: Vec<(Timestamp, Input)>,
     quiet: bool,
+    /// Read every event's payload as it is emitted (a consumer that looks at each event).
+    read_events: bool,
     /// Recording: the header of the run as built, and the redaction to apply.
     record: Option<(TraceHeader, Redaction)>,
     parts: (
@@ -172,6 +174,7 @@ impl Sim {
             redeliver_duplicates: false,
             delivered: Vec::new(),
             quiet: false,
+            read_events: false,
             record: None,
             parts,
         }
@@ -201,6 +204,13 @@ impl Sim {
     /// Keep no log and no request record (for benchmarks: measures the core, not the harness).
     pub fn quiet(mut self) -> Self {
         self.quiet = true;
+        self
+    }
+
+    /// Reads each event's JSON payload as it is emitted and drops it, as a consumer that looks
+    /// at every event would (for benchmarks: an event's payload may be built only when read).
+    pub fn reading_events(mut self) -> Self {
+        self.read_events = true;
         self
     }
 
@@ -334,6 +344,9 @@ impl Sim {
                 }
                 Output::CallHost { call, request } => self.call_host(call, request),
                 Output::Finished(result) => self.finished = Some(result),
+                Output::Event(event) if self.read_events => {
+                    std::hint::black_box(event.data.value());
+                }
                 Output::AbandonHostCall { .. } | Output::Event(_) => {}
                 _ => {}
             }

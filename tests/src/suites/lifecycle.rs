@@ -393,7 +393,7 @@ pub fn the_event_hook_keeps_replaces_expands_or_drops_and_survives_a_panic<T: Te
         let mut host_events = Vec::new();
         while let Some(e) = run.next_event().await {
             if e.kind == EventType::HostEvent {
-                host_events.push(e.data.clone());
+                host_events.push(e.data.value().clone());
             }
             streamed.push(e.type_str().to_owned());
         }
