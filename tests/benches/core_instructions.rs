@@ -23,8 +23,10 @@ use a2at_tests::{ScriptedAgent, ScriptedHost};
 const WORKLOADS: &[&str] = &[
     "parse_validate_dag",
     "dag_all_events",
+    "dag_all_events_read",
     "dag_no_events",
     "chain_all_events",
+    "chain_all_events_read",
     "chain_no_events",
 ];
 
@@ -42,12 +44,21 @@ fn validated(text: &str) -> ValidatedWorkflow {
 /// Runs `wf` to success on the simulator with zero-latency agents and an instant host; only the
 /// run (the core plus the scripted agents' HTTP encoding) is measured.
 fn run(wf: ValidatedWorkflow, events: EventSelection) {
-    let sim = quiet_sim(
+    run_reading(wf, events, false);
+}
+
+/// [`run`], where `read` also reads every event's payload as it is emitted (a consumer that
+/// looks at each event; without it the events are dropped unread).
+fn run_reading(wf: ValidatedWorkflow, events: EventSelection, read: bool) {
+    let mut sim = quiet_sim(
         wf,
         ScriptedAgent::new("agent"),
         ScriptedHost::default(),
         events,
     );
+    if read {
+        sim = sim.reading_events();
+    }
     let out = callgrind_measured_region(|| sim.drive());
     assert!(out.result().success, "{:?}", out.result().error);
 }
@@ -63,11 +74,21 @@ fn workload(name: &str, steps: usize) {
             validated(&random_dag(steps, 42).to_string()),
             EventSelection::All,
         ),
+        "dag_all_events_read" => run_reading(
+            validated(&random_dag(steps, 42).to_string()),
+            EventSelection::All,
+            true,
+        ),
         "dag_no_events" => run(
             validated(&random_dag(steps, 42).to_string()),
             EventSelection::None,
         ),
         "chain_all_events" => run(validated(&chain(steps).to_string()), EventSelection::All),
+        "chain_all_events_read" => run_reading(
+            validated(&chain(steps).to_string()),
+            EventSelection::All,
+            true,
+        ),
         "chain_no_events" => run(validated(&chain(steps).to_string()), EventSelection::None),
         other => panic!("unknown workload {other:?}; known: {WORKLOADS:?}"),
     }
