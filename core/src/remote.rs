@@ -43,9 +43,9 @@ use std::sync::Arc;
 use serde_json::{Value, json};
 
 use crate::a2a::{
-    A2aCall, CallKind, Message, Part, ProtocolError, ReceivedMessage, ResponseAccumulator,
-    ResponseItem, Role, SendMessageConfiguration, SendMessageRequest, StreamResponse, TaskState,
-    check_required_extensions,
+    A2aCall, CallKind, Message, Part, ProtocolError, ReceivedMessage, RemoteTaskStatus,
+    ResponseAccumulator, ResponseItem, Role, SendMessageConfiguration, SendMessageRequest,
+    StreamResponse, TaskState, check_required_extensions,
 };
 use crate::a2at::{self, NegotiationContext, Performative};
 use crate::agents::{AgentDirectory, AgentEntry};
@@ -139,7 +139,7 @@ pub(crate) struct Invocation {
     acc: ResponseAccumulator,
     remote_task_id: Option<String>,
     last_state: Option<TaskState>,
-    original: Option<MessageContent>,
+    original: Option<Arc<MessageContent>>,
     deadline: Timestamp,
     /// Driven outside a workflow: no host is asked anything after the content.
     standalone: bool,
@@ -548,18 +548,27 @@ impl Invocation {
         check_content(&content, agent)?;
         self.negotiation_active = !self.standalone && content.activates(a2at::NEGOTIATION_T_URI);
         let extensions = content.unique_extensions();
-        emit!(
-            env.ctx,
-            EventType::AgentRequest,
-            json!({
-                "agent": self.request.agent_name,
-                "step": self.request.step_name,
-                "subtask_index": self.request.subtask_index,
-                "task_id": self.request.task_id,
-                "content": content,
-            }),
-        );
         let message = self.message(&content, None, env);
+        let content = Arc::new(content);
+        emit_deferred!(env.ctx, EventType::AgentRequest, {
+            let content = Arc::clone(&content);
+            let request = &self.request;
+            let (agent, step, subtask_index, task_id) = (
+                request.agent_name.clone(),
+                request.step_name.clone(),
+                request.subtask_index,
+                request.task_id.clone(),
+            );
+            move || {
+                json!({
+                    "agent": agent,
+                    "step": step,
+                    "subtask_index": subtask_index,
+                    "task_id": task_id,
+                    "content": *content,
+                })
+            }
+        });
         self.original = Some(content);
         self.send_message(message, &extensions, OpPurpose::Send, env)?;
         Ok(None)
@@ -810,32 +819,18 @@ impl Invocation {
         match event {
             StreamResponse::Task(t) => {
                 self.last_state = Some(t.status.state);
-                emit!(
+                emit_deferred!(
                     env.ctx,
                     EventType::AgentStatusUpdate,
-                    json!({
-                        "agent": agent,
-                        "taskId": t.id,
-                        "state": t.status.state.as_str(),
-                        "is_final": t.status.state.is_terminal(),
-                        "message": t.status.message,
-                        "snapshot": true,
-                    }),
+                    status_update(agent, &t.id, &t.status, true),
                 );
             }
             StreamResponse::StatusUpdate(u) => {
                 self.last_state = Some(u.status.state);
-                emit!(
+                emit_deferred!(
                     env.ctx,
                     EventType::AgentStatusUpdate,
-                    json!({
-                        "agent": agent,
-                        "taskId": u.task_id,
-                        "state": u.status.state.as_str(),
-                        "is_final": u.status.state.is_terminal(),
-                        "message": u.status.message,
-                        "snapshot": false,
-                    }),
+                    status_update(agent, &u.task_id, &u.status, false),
                 );
             }
             StreamResponse::ArtifactUpdate(u) => emit!(
@@ -1163,7 +1158,7 @@ impl Invocation {
         }
         let request = NegotiationRequest {
             task: self.request.clone(),
-            original_submission: self.original.clone().unwrap_or_default(),
+            original_submission: self.original.as_deref().cloned().unwrap_or_default(),
             received: received.clone(),
             previous_exchanges: self.exchanges.clone(),
             remaining_wait: self.deadline.saturating_duration_since(env.ctx.now),
@@ -1698,4 +1693,30 @@ fn check_reply(content: &MessageContent, received: &NegotiationContext) -> Resul
         return Err(format!("{mismatch}: a reply must not be a new PROPOSE"));
     }
     Ok(())
+}
+
+/// The payload of an `agent_status_update` event, from copies of what it shows (the stream
+/// event itself is not kept).
+fn status_update(
+    agent: &str,
+    task_id: &str,
+    status: &RemoteTaskStatus,
+    snapshot: bool,
+) -> impl Fn() -> Value + Send + Sync + 'static {
+    let (agent, task_id, state, message) = (
+        agent.to_owned(),
+        task_id.to_owned(),
+        status.state,
+        status.message.clone(),
+    );
+    move || {
+        json!({
+            "agent": agent,
+            "taskId": task_id,
+            "state": state.as_str(),
+            "is_final": state.is_terminal(),
+            "message": message,
+            "snapshot": snapshot,
+        })
+    }
 }
