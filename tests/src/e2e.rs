@@ -101,14 +101,16 @@ fn completed() -> Plan {
 }
 
 /// The agents of the child server: `fast` answers at once, `held` after [`HOLD`], `slow` after
-/// [`SLOW`]; `fastgrpc` is `fast` on gRPC. All others are JSON-RPC; all are unary and complete
-/// each task in their first answer.
+/// [`SLOW`]; `fastgrpc` is `fast` on gRPC; `working` answers at once with a task that stays
+/// WORKING. All others are JSON-RPC; all are unary, and all but `working` complete each task in
+/// their first answer.
 fn scripted_agents() -> Vec<ScriptedAgent> {
     vec![
         ScriptedAgent::new("fast"),
         ScriptedAgent::new("fastgrpc").grpc(),
         ScriptedAgent::new("held").by_default(Plan::Delayed(HOLD, Box::new(completed()))),
         ScriptedAgent::new("slow").by_default(Plan::Delayed(SLOW, Box::new(completed()))),
+        ScriptedAgent::new("working").by_default(Plan::States(vec!["TASK_STATE_WORKING"])),
     ]
 }
 
@@ -457,6 +459,7 @@ async fn run_job<B: BenchRuntime>(job: &str, through_engine: bool) -> Value {
         "inflight" => {
             return in_flight_job::<B>(&agents, &engine, &client, through_engine).await;
         }
+        "waiting" => return waiting_job::<B>(&agents, &client, n, through_engine).await,
         other => panic!("unknown job {other}"),
     };
     if kind.starts_with("record") {
@@ -566,6 +569,105 @@ async fn in_flight_job<B: BenchRuntime>(
             .await;
         };
         in_flight_memory::<B, _>(IN_FLIGHT, &sent, go).await
+    }
+}
+
+/// How long a waiting run sleeps before it would poll its task again (never reached while the
+/// `waiting` job measures).
+const WAIT_POLL: Duration = Duration::from_secs(600);
+/// Sends in flight at once while the `waiting` job starts its runs: the process may hold only
+/// so many sockets, and a waiting run holds none.
+const WAIT_SENDS: usize = 64;
+
+/// `n` one-step runs whose remote task stays WORKING: each sends once, is answered at once, and
+/// then waits for its next poll (no connection is held meanwhile). Measured when all `n` were
+/// answered, then the process ends with the runs still waiting. The direct client's "run" is a
+/// task that sent the same request and sleeps until its next poll.
+async fn waiting_job<B: BenchRuntime>(
+    agents: &Agents,
+    client: &B::Client,
+    n: usize,
+    through_engine: bool,
+) -> Value {
+    let working: Arc<str> = agents.url("working").into();
+    let answered = Arc::new(AtomicUsize::new(0));
+    let deadline = Duration::from_secs(600);
+    if through_engine {
+        let engine: Engine<B::Rt> = Engine::builder(agents.cards.clone())
+            .max_in_flight(1_000_000)
+            .max_in_flight_per_agent(WAIT_SENDS)
+            .poll_interval(WAIT_POLL)
+            .task_budget(WAIT_POLL * 2)
+            .build()
+            .expect("engine");
+        let (host, wf) = (host(), chain(1, "working", "working"));
+        let runs = (0..n).map(|_| {
+            let answered = answered.clone();
+            engine
+                .run(wf.clone(), host.clone())
+                .event_sink(move |e| {
+                    if e.kind == EventType::AgentStatusUpdate {
+                        answered.fetch_add(1, Ordering::Relaxed);
+                    }
+                })
+                .execute()
+        });
+        let go = async {
+            join_all(runs).await;
+        };
+        waiting_memory::<B, _>(n, &answered, deadline, go).await
+    } else {
+        let sends = Arc::new(async_lock::Semaphore::new(WAIT_SENDS));
+        let runs = (0..n).map(|i| {
+            let (client, url, sends, answered) = (
+                client.clone(),
+                working.clone(),
+                sends.clone(),
+                answered.clone(),
+            );
+            async move {
+                {
+                    let _permit = sends.acquire().await;
+                    client.post(&url, send_body(i)).await;
+                }
+                answered.fetch_add(1, Ordering::Relaxed);
+                sleep::<B>(WAIT_POLL).await;
+            }
+        });
+        let go = async {
+            join_all(runs).await;
+        };
+        waiting_memory::<B, _>(n, &answered, deadline, go).await
+    }
+}
+
+/// Memory after `answered` reached `n` (or `deadline` passed) while `go` runs, then ends
+/// without waiting for `go`; also how long it took to get there.
+async fn waiting_memory<B: BenchRuntime, Fut: Future<Output = ()>>(
+    n: usize,
+    answered: &AtomicUsize,
+    deadline: Duration,
+    go: Fut,
+) -> Value {
+    let (rss, heap, started) = (status_kb("VmRSS"), live_heap(), Instant::now());
+    let watch = async {
+        while answered.load(Ordering::Relaxed) < n && started.elapsed() < deadline {
+            sleep::<B>(Duration::from_millis(50)).await;
+        }
+        let ready_ms = started.elapsed().as_millis() as u64;
+        sleep::<B>(Duration::from_millis(500)).await;
+        json!({
+            "rss_kb": status_kb("VmRSS") - rss,
+            "heap": live_heap() - heap,
+            "in_flight": answered.load(Ordering::Relaxed),
+            "ready_ms": ready_ms,
+            "peak_rss_kb": status_kb("VmHWM"),
+        })
+    };
+    futures::pin_mut!(watch, go);
+    match futures::future::select(watch, go).await {
+        futures::future::Either::Left((measured, _)) => measured,
+        futures::future::Either::Right(((), watch)) => watch.await,
     }
 }
 
