@@ -69,7 +69,9 @@ pub(crate) struct Ctx {
     next_call: u64,
     next_op: u64,
     pub calls: BTreeMap<CallId, CallOwner>,
-    pub ops: BTreeMap<OpId, OpEntry>,
+    /// Boxed: an entry holds a response decoder (hundreds of bytes), and a map node keeps room
+    /// for eleven entries for as long as the run lives, even once every exchange has ended.
+    pub ops: BTreeMap<OpId, Box<OpEntry>>,
     events: EventSelection,
     /// Every retry scheduled so far, in order (what a driver counts; never read by the run).
     pub retries: Vec<ScheduledRetry>,

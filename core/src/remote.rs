@@ -1565,14 +1565,14 @@ fn try_open_exchange(
         .map_err(|e| Failure::new(codes::INVALID_CONTENT, e.to_string()))?;
     env.ctx.ops.insert(
         op,
-        OpEntry {
+        Box::new(OpEntry {
             owner,
             purpose,
             decoder,
             agent: agent_name.to_owned(),
             correlation,
             orphan: false,
-        },
+        }),
     );
     env.ctx.push(Output::Transmit(request));
     Ok(op)
