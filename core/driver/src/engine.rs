@@ -1077,17 +1077,22 @@ impl<R: Runtime, C: ControlPoint + 'static> RunBuilder<R, C> {
         // The run's span (see `crate::telemetry`): a child of the host's current span.
         let span =
             crate::telemetry::run_span(&execution_id, seed, run.trace_id(), host_parent, false);
-        R::spawn(async move {
-            let result = driver
+        // A combinator rather than an `async` block: a block would keep its own copy of the
+        // driver and the run beside the drive future that owns them.
+        let run_task = futures::FutureExt::map(
+            driver
                 .drive(run, Cancel::either(cancel_rx, Some(close_rx)))
-                .instrument(span.clone())
-                .await;
-            crate::telemetry::record_outcome(&span, &result);
-            // The run's span closes (once its last child has) before the result is out: a
-            // host that flushes its exporter when the result arrives gets the whole run.
-            drop(span);
-            let _ = result_tx.send(result);
-        });
+                .instrument(span.clone()),
+            move |result| {
+                crate::telemetry::record_outcome(&span, &result);
+                // The run's span closes (once its last child has) before the result is out: a
+                // host that flushes its exporter when the result arrives gets the whole run.
+                // (`map` drops the instrumented future, with its copy of the span, first.)
+                drop(span);
+                let _ = result_tx.send(result);
+            },
+        );
+        R::spawn(run_task);
         RunHandle {
             execution_id,
             seed,

@@ -257,13 +257,20 @@ pub(crate) fn stamp_event(event: Event) -> EventEnvelope {
 
 impl<R: Runtime, C: ControlPoint + 'static> Driver<R, C> {
     /// Drives `run` to its end. `cancel` resolving (sent or dropped) cancels it.
-    pub(crate) async fn drive(self, run: Run, cancel: Cancel) -> ExecutionResult {
+    ///
+    /// Not an `async fn` itself: a wrapper future would hold the driver and the run a second
+    /// time beside the inner future that owns them, and a waiting run would carry both.
+    pub(crate) fn drive(
+        self,
+        run: Run,
+        cancel: Cancel,
+    ) -> impl std::future::Future<Output = ExecutionResult> {
         let resumed = Resumed {
             offset: Duration::ZERO,
             reask: Vec::new(),
             tasks_seen: 0,
         };
-        self.drive_from(run, cancel, resumed).await
+        self.drive_from(run, cancel, resumed)
     }
 
     /// Drives `run` to its end from where `resumed` says it stands: its clock, the host calls
@@ -306,7 +313,9 @@ impl<R: Runtime, C: ControlPoint + 'static> Driver<R, C> {
                 || reask.is_some()
                 || (self.on_conversation_closed.is_some() && run.finished_count() > tasks_seen);
             if let Some(journal) = self.journal.as_mut().filter(|_| effects) {
-                if let Err(error) = journal.commit::<R>().await {
+                // Boxed, like the other rare awaits below: the loop's future is as large as the
+                // largest future it awaits, and a waiting run keeps that size all along.
+                if let Err(error) = Box::pin(journal.commit::<R>()).await {
                     tracing::error!(%error, "the run's journal cannot be written: the run stops here");
                     ops.values()
                         .chain(calls.values())
@@ -380,13 +389,13 @@ impl<R: Runtime, C: ControlPoint + 'static> Driver<R, C> {
                             .chain(calls.values())
                             .for_each(AbortHandle::abort);
                         if let Some(journal) = &mut self.journal {
-                            journal.finish::<R>().await;
+                            Box::pin(journal.finish::<R>()).await;
                         }
                         // The run holds the other reference to the result: without it the
                         // result is taken whole instead of copied.
                         drop(run);
                         let result = Arc::unwrap_or_clone(result);
-                        return self.finish(result, collected).await;
+                        return Box::pin(self.finish(result, collected)).await;
                     }
                     other => tracing::warn!(?other, "output not understood by this runtime"),
                 }
