@@ -240,12 +240,13 @@ pub fn redact_form(text: &str) -> String {
         .join("&")
 }
 
-/// Redacts a URL for logs: secret query parameters (e.g. `access_token`, `api_key`) become
-/// `***`, and a `user:password@` userinfo becomes `***@`.
+/// Redacts a URL for logs: secret parameters (e.g. `access_token`, `api_key`) of the query and
+/// of the fragment become `***`, and a `user:password@` userinfo becomes `***@`. The fragment
+/// counts because OAuth's implicit flow hands tokens over in it (`#access_token=…`).
 pub fn redact_url(url: &str) -> String {
     let (before_frag, frag) = match url.find('#') {
-        Some(i) => (&url[..i], &url[i..]),
-        None => (url, ""),
+        Some(i) => (&url[..i], format!("#{}", redact_form(&url[i + 1..]))),
+        None => (url, String::new()),
     };
     let (base, query) = match before_frag.find('?') {
         Some(i) => (&before_frag[..i], Some(&before_frag[i + 1..])),

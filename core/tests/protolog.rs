@@ -123,6 +123,16 @@ fn form_and_url_redaction() {
         "https://***@h.example/p?access_token=***&x=1#frag"
     );
     assert_eq!(redact_url("https://h/p"), "https://h/p");
+    // A token handed over in the fragment (OAuth implicit flow) is a secret too.
+    assert_eq!(
+        redact_url("https://h/cb#access_token=T0K&token_type=bearer&state=s"),
+        "https://h/cb#access_token=***&token_type=***&state=s"
+    );
+    assert_eq!(
+        redact_url("https://h/p?x=1#id_token=e30&Access_Token=T"),
+        "https://h/p?x=1#id_token=***&Access_Token=***"
+    );
+    assert_eq!(redact_url("https://h/p#"), "https://h/p#");
 }
 
 #[test]
