@@ -247,3 +247,48 @@ fn redirects_keep_or_drop_the_body_and_stay_on_http() {
         assert!(e.contains("unusable Location"), "{bad}: {e}");
     }
 }
+
+// Rules the whole-file mutation run of core/src/discovery.rs (issue #24) found unstated.
+
+#[test]
+fn a_discovery_request_debugs_as_its_logged_form_never_with_the_token() {
+    let c = PsopRequests::new("https://psop.example", Some(Secret::new("S3cr3t-9")));
+    let q = c.search_request("plan a trip", Some(3));
+    let shown = format!("{q:?}");
+    // What `{:?}` shows is what may be logged: the method, the URL with the token as
+    // `<anonymous>`, the headers and the body as text.
+    assert!(shown.starts_with("DiscoveryRequest"), "{shown}");
+    assert!(shown.contains("Post"), "{shown}");
+    assert!(
+        shown.contains(
+            "\"https://psop.example/api/v1/orchestrate/search?access_token=<anonymous>\""
+        ),
+        "{shown}"
+    );
+    assert!(shown.contains("Content-Type"), "{shown}");
+    assert!(shown.contains("plan a trip"), "{shown}");
+    assert!(!shown.contains("S3cr3t-9"), "{shown}");
+}
+
+#[test]
+fn a_psop_search_answer_may_be_a_bare_list_of_results() {
+    let r = PsopRequests::parse_search(200, br#"[{"workflow_id": "w1"}, {"id": 7}]"#).unwrap();
+    let ids: Vec<&str> = r.iter().map(|h| h.workflow_id.as_str()).collect();
+    assert_eq!(ids, ["w1", "7"]);
+    // `data` of null reads as no results; any other non-list `data` or top level is refused.
+    assert!(
+        PsopRequests::parse_search(200, br#"{"data": null}"#)
+            .unwrap()
+            .is_empty()
+    );
+    for bad in [&br#"{"data": {"workflow_id": "w1"}}"#[..], b"3", br#""w1""#] {
+        assert!(
+            matches!(
+                PsopRequests::parse_search(200, bad),
+                Err(DiscoveryResponseError::Shape(_))
+            ),
+            "{}",
+            String::from_utf8_lossy(bad)
+        );
+    }
+}
