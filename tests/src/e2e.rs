@@ -521,6 +521,29 @@ async fn run_job<B: BenchRuntime>(job: &str, through_engine: bool) -> Value {
     }
 }
 
+/// `n` runs of `workflow`, each counting its events of `kind` into `counter` (without reading
+/// their payloads).
+fn counted_runs<'a, R: Runtime>(
+    engine: &'a Engine<R>,
+    workflow: &'a Arc<ValidatedWorkflow>,
+    host: &'a Arc<BuiltControlPoint>,
+    n: usize,
+    kind: EventType,
+    counter: &'a Arc<AtomicUsize>,
+) -> impl Iterator<Item = impl Future<Output = a2at_core::ExecutionResult>> + 'a {
+    (0..n).map(move |_| {
+        let counter = counter.clone();
+        engine
+            .run(workflow.clone(), host.clone())
+            .event_sink(move |e| {
+                if e.kind == kind {
+                    counter.fetch_add(1, Ordering::Relaxed);
+                }
+            })
+            .execute()
+    })
+}
+
 /// [`IN_FLIGHT`] 5-step runs (or first requests) waiting on the `held` agent at once.
 async fn in_flight_job<B: BenchRuntime>(
     agents: &Agents,
@@ -540,17 +563,14 @@ async fn in_flight_job<B: BenchRuntime>(
     if through_engine {
         let wf = chain(5, "held", "fast");
         let go = async {
-            let runs = (0..IN_FLIGHT).map(|_| {
-                let sent = sent.clone();
-                engine
-                    .run(wf.clone(), host.clone())
-                    .event_sink(move |e| {
-                        if e.kind == EventType::AgentRequest {
-                            sent.fetch_add(1, Ordering::Relaxed);
-                        }
-                    })
-                    .execute()
-            });
+            let runs = counted_runs(
+                engine,
+                &wf,
+                &host,
+                IN_FLIGHT,
+                EventType::AgentRequest,
+                &sent,
+            );
             for r in join_all(runs).await {
                 assert!(r.success, "run failed: {:?}", r.error);
             }
@@ -601,17 +621,14 @@ async fn waiting_job<B: BenchRuntime>(
             .build()
             .expect("engine");
         let (host, wf) = (host(), chain(1, "working", "working"));
-        let runs = (0..n).map(|_| {
-            let answered = answered.clone();
-            engine
-                .run(wf.clone(), host.clone())
-                .event_sink(move |e| {
-                    if e.kind == EventType::AgentStatusUpdate {
-                        answered.fetch_add(1, Ordering::Relaxed);
-                    }
-                })
-                .execute()
-        });
+        let runs = counted_runs(
+            &engine,
+            &wf,
+            &host,
+            n,
+            EventType::AgentStatusUpdate,
+            &answered,
+        );
         let go = async {
             join_all(runs).await;
         };
