@@ -296,20 +296,21 @@ impl<R: Runtime, C: ControlPoint + 'static> Driver<R, C> {
         // Conversations already reported to the close hook, and finished tasks looked at.
         let mut closed_contexts: BTreeSet<String> = BTreeSet::new();
         let mut tasks_seen = tasks_seen;
-        let mut outputs: Vec<Output> = Vec::new();
         // The run's step and subtask spans (children of the run's span, which is current).
         let mut spans = RunSpans::starting_at(tasks_seen);
         // Retries scheduled before a restart were counted by the process that ran them.
         let mut retries_seen = run.retries().len();
         loop {
-            outputs.extend(std::iter::from_fn(|| run.poll_output()));
+            // Outputs are taken from the run one at a time, as they are carried out: a copy of
+            // the queue here would keep a second buffer's capacity for the run's whole life.
+            let mut first = run.poll_output();
             // Write-ahead: what this turn fed the core is durable before any of its outputs
             // (and the conversation hook they may call) is carried out. A turn without
             // outputs (a response head, say) has nothing to protect: its lines wait for the
             // next commit, and a crash before it only loses what no one has acted on yet.
             // The conversation hook is an effect too: a finished task it has not been told
             // about must not be told before the input that finished it is durable.
-            let effects = !outputs.is_empty()
+            let effects = first.is_some()
                 || reask.is_some()
                 || (self.on_conversation_closed.is_some() && run.finished_count() > tasks_seen);
             if let Some(journal) = self.journal.as_mut().filter(|_| effects) {
@@ -334,7 +335,7 @@ impl<R: Runtime, C: ControlPoint + 'static> Driver<R, C> {
                 crate::metrics::retry(&r.agent, r.action);
             }
             retries_seen = run.retries().len();
-            for output in outputs.drain(..) {
+            while let Some(output) = first.take().or_else(|| run.poll_output()) {
                 Recorder::write(&mut self.recorder, |w| w.output(&output));
                 match output {
                     Output::Transmit(req) => {

@@ -263,7 +263,11 @@ impl RunSpans {
             return s.clone();
         }
         let span = tracing::info_span!("a2at_step", "a2a.step" = step);
-        self.steps.insert(step.to_owned(), span.clone());
+        // A span no subscriber records is not kept: when tracing is off, a run (and a
+        // waiting one above all) would otherwise hold a map entry per step for nothing.
+        if !span.is_disabled() {
+            self.steps.insert(step.to_owned(), span.clone());
+        }
         span
     }
 
@@ -287,7 +291,9 @@ impl RunSpans {
             "error.type" = Empty,
             "otel.status_code" = Empty,
         );
-        self.subtasks.insert(key, span.clone());
+        if !span.is_disabled() {
+            self.subtasks.insert(key, span.clone());
+        }
         span
     }
 
@@ -319,7 +325,7 @@ impl RunSpans {
             HostRequest::Negotiation(n) => {
                 let t = &n.task;
                 let span = self.subtask(&t.step_name, t.subtask_index, &t.agent_name);
-                if let Ok(ctx) = n.context() {
+                if let Some(ctx) = n.context().ok().filter(|_| !span.is_disabled()) {
                     span.record("a2a.negotiation.round", ctx.round);
                     self.rounds
                         .insert((t.step_name.clone(), t.subtask_index), ctx.round);
