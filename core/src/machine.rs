@@ -163,6 +163,21 @@ impl Ctx {
         self.outputs.push_back(output);
     }
 
+    /// The next output. When none is left and nothing is in flight (no exchange open, no host
+    /// call pending), the machine is idle until a timer or a cancel: the queue and the emptied
+    /// maps give their memory back then, since a run may wait like that for hours. A busy run
+    /// keeps them, so the steady state allocates nothing here.
+    pub fn pop_output(&mut self) -> Option<Output> {
+        let output = self.outputs.pop_front();
+        if output.is_none() && self.ops.is_empty() && self.calls.is_empty() {
+            // An emptied map keeps its last node (room for eleven entries); a new one has none.
+            self.outputs = VecDeque::new();
+            self.ops = BTreeMap::new();
+            self.calls = BTreeMap::new();
+        }
+        output
+    }
+
     /// Registers a host call and returns its id; the caller pushes the `CallHost` output.
     pub fn new_call(&mut self, owner: CallOwner) -> CallId {
         self.next_call += 1;
@@ -222,5 +237,51 @@ impl Ctx {
         self.timers.remove(&(at, key));
         self.timer_at.remove(&key);
         Some(key)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ctx() -> Ctx {
+        Ctx::new(
+            IdGenerator::new(1),
+            TraceContext::new(1, None, None),
+            "run".to_owned(),
+            EventSelection::All,
+        )
+    }
+
+    fn drain(ctx: &mut Ctx) -> usize {
+        std::iter::from_fn(|| ctx.pop_output()).count()
+    }
+
+    #[test]
+    fn an_idle_machine_gives_its_output_queue_back_once_drained() {
+        let mut ctx = ctx();
+        ctx.push(Output::AbortTransmit { op: OpId(1) });
+        ctx.push(Output::AbortTransmit { op: OpId(2) });
+        assert_eq!(
+            drain(&mut ctx),
+            2,
+            "every queued output comes out, in order, first"
+        );
+        assert_eq!(ctx.outputs.capacity(), 0);
+    }
+
+    #[test]
+    fn a_machine_with_a_host_call_pending_keeps_its_queue() {
+        let mut ctx = ctx();
+        let call = ctx.new_call(CallOwner::Route(StepId(0), 0));
+        ctx.push(Output::AbandonHostCall { call });
+        assert_eq!(drain(&mut ctx), 1);
+        assert!(
+            ctx.outputs.capacity() > 0,
+            "a busy run would allocate it again at once"
+        );
+        ctx.abandon_call(call);
+        assert_eq!(drain(&mut ctx), 1, "the abandon itself is an output");
+        assert_eq!(ctx.outputs.capacity(), 0, "no call left: the queue goes");
     }
 }

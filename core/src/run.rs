@@ -277,7 +277,7 @@ impl Run {
 
     /// The next output, in causal order; `None` when nothing is queued right now.
     pub fn poll_output(&mut self) -> Option<Output> {
-        self.ctx.outputs.pop_front()
+        self.ctx.pop_output()
     }
 
     /// The earliest instant at which [`Run::handle_timeout`] has work to do.
