@@ -280,6 +280,11 @@ impl Run {
         self.ctx.pop_output()
     }
 
+    /// Whether an output is queued: what [`Run::poll_output`] would return is not `None`.
+    pub fn has_output(&self) -> bool {
+        !self.ctx.outputs.is_empty()
+    }
+
     /// The earliest instant at which [`Run::handle_timeout`] has work to do.
     pub fn poll_timeout(&self) -> Option<Timestamp> {
         if self.finished.is_some() {

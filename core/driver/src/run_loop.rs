@@ -246,6 +246,12 @@ impl<R: Runtime> Waiter<R> {
     }
 }
 
+/// An output the run loop awaits (see [`Driver::carry_out`]).
+enum Awaited {
+    Event(Event),
+    Finished(Arc<ExecutionResult>),
+}
+
 /// Wraps a core event with the current wall-clock time.
 pub(crate) fn stamp_event(event: Event) -> EventEnvelope {
     let timestamp = SystemTime::now()
@@ -275,176 +281,207 @@ impl<R: Runtime, C: ControlPoint + 'static> Driver<R, C> {
 
     /// Drives `run` to its end from where `resumed` says it stands: its clock, the host calls
     /// to ask again, the conversations already reported.
-    pub(crate) async fn drive_from(
+    ///
+    /// An `async` block rather than an `async fn`: the block uses what it captured in place,
+    /// where an `async fn` keeps its arguments and a moved copy of them (the run and the driver
+    /// twice) for as long as the run waits.
+    #[allow(
+        clippy::manual_async_fn,
+        reason = "an async fn would hold its arguments twice (see above)"
+    )]
+    pub(crate) fn drive_from(
         mut self,
         mut run: Run,
         cancel: Cancel,
         resumed: Resumed,
-    ) -> ExecutionResult {
-        let Resumed {
-            offset,
-            reask,
-            tasks_seen,
-        } = resumed;
-        let mut reask = Some(reask);
-        let mut waiter = Waiter::<R>::starting_at(cancel, offset);
-        let (tx, mut rx) = mpsc::channel::<Input>(COMPLETION_QUEUE);
-        // Every spawned exchange and callback, by the id the core may abort it with.
-        let mut ops: BTreeMap<OpId, AbortHandle> = BTreeMap::new();
-        let mut calls: BTreeMap<CallId, AbortHandle> = BTreeMap::new();
-        let mut collected: Vec<EventEnvelope> = Vec::new();
-        // Conversations already reported to the close hook, and finished tasks looked at.
-        let mut closed_contexts: BTreeSet<String> = BTreeSet::new();
-        let mut tasks_seen = tasks_seen;
-        // The run's step and subtask spans (children of the run's span, which is current).
-        let mut spans = RunSpans::starting_at(tasks_seen);
-        // Retries scheduled before a restart were counted by the process that ran them.
-        let mut retries_seen = run.retries().len();
-        loop {
-            // Outputs are taken from the run one at a time, as they are carried out: a copy of
-            // the queue here would keep a second buffer's capacity for the run's whole life.
-            let mut first = run.poll_output();
-            // Write-ahead: what this turn fed the core is durable before any of its outputs
-            // (and the conversation hook they may call) is carried out. A turn without
-            // outputs (a response head, say) has nothing to protect: its lines wait for the
-            // next commit, and a crash before it only loses what no one has acted on yet.
-            // The conversation hook is an effect too: a finished task it has not been told
-            // about must not be told before the input that finished it is durable.
-            let effects = first.is_some()
-                || reask.is_some()
-                || (self.on_conversation_closed.is_some() && run.finished_count() > tasks_seen);
-            if let Some(journal) = self.journal.as_mut().filter(|_| effects) {
-                // Boxed, like the other rare awaits below: the loop's future is as large as the
-                // largest future it awaits, and a waiting run keeps that size all along.
-                if let Err(error) = Box::pin(journal.commit::<R>()).await {
-                    tracing::error!(%error, "the run's journal cannot be written: the run stops here");
-                    ops.values()
-                        .chain(calls.values())
-                        .for_each(AbortHandle::abort);
-                    return Journaling::failed(run.execution_id(), &error);
-                }
-            }
-            for (call, request) in reask.take().into_iter().flatten() {
-                let span = spans.for_host_call(&request);
-                let task = call_host(self.control_point.clone(), call, request, tx.clone());
-                calls.insert(call, spawn_abortable::<R>(in_span(task, span)));
-            }
-            self.close_conversations(&run, &mut tasks_seen, &mut closed_contexts);
-            spans.close_finished(&run);
-            for r in run.retries().get(retries_seen..).unwrap_or_default() {
-                crate::metrics::retry(&r.agent, r.action);
-            }
-            retries_seen = run.retries().len();
-            while let Some(output) = first.take().or_else(|| run.poll_output()) {
-                Recorder::write(&mut self.recorder, |w| w.output(&output));
-                match output {
-                    Output::Transmit(req) => {
-                        if req.purpose == OpPurpose::Cancel {
-                            if let Some(t) = &self.ticket {
-                                t.stats.cancels_sent.fetch_add(1, Ordering::Relaxed);
-                            }
-                        }
-                        let op = req.op;
-                        let binding = run.agents().get(&req.agent).map(|a| a.endpoint.binding);
-                        let span = spans.exchange(&req, binding);
-                        let transport = self.transport.clone();
-                        let tx = tx.clone();
-                        let task =
-                            async move { transport.exchange_in(req, tx, span, binding).await };
-                        ops.insert(op, spawn_abortable::<R>(task));
-                    }
-                    Output::AbortTransmit { op } => {
-                        if let Some(h) = ops.remove(&op) {
-                            h.abort();
-                        }
-                    }
-                    Output::CallHost { call, request } => {
-                        if matches!(request, HostRequest::Negotiation(_)) {
-                            crate::metrics::negotiation_round();
-                        }
-                        let span = spans.for_host_call(&request);
-                        let task = call_host(self.control_point.clone(), call, request, tx.clone());
-                        calls.insert(call, spawn_abortable::<R>(in_span(task, span)));
-                    }
-                    Output::AbandonHostCall { call } => {
-                        if let Some(h) = calls.remove(&call) {
-                            h.abort();
-                        }
-                    }
-                    Output::Event(event) => {
-                        let envelope = stamp_event(event);
-                        for envelope in self.map(envelope) {
-                            self.deliver(&envelope).await;
-                            // Only on_finish reads the whole list; without it, keeping every
-                            // event would make a run's memory grow with its length.
-                            if self.on_finish.is_some() {
-                                collected.push(envelope);
-                            }
-                        }
-                    }
-                    Output::Finished(result) => {
-                        spans.close_finished(&run);
-                        drop(spans);
-                        Recorder::flush(&mut self.recorder);
+    ) -> impl std::future::Future<Output = ExecutionResult> {
+        async move {
+            let Resumed {
+                offset,
+                reask,
+                tasks_seen,
+            } = resumed;
+            let mut reask = Some(reask);
+            let mut waiter = Waiter::<R>::starting_at(cancel, offset);
+            let (tx, mut rx) = mpsc::channel::<Input>(COMPLETION_QUEUE);
+            // Every spawned exchange and callback, by the id the core may abort it with.
+            let mut ops: BTreeMap<OpId, AbortHandle> = BTreeMap::new();
+            let mut calls: BTreeMap<CallId, AbortHandle> = BTreeMap::new();
+            let mut collected: Vec<EventEnvelope> = Vec::new();
+            // Conversations already reported to the close hook, and finished tasks looked at.
+            let mut closed_contexts: BTreeSet<String> = BTreeSet::new();
+            let mut tasks_seen = tasks_seen;
+            // The run's step and subtask spans (children of the run's span, which is current).
+            let mut spans = RunSpans::starting_at(tasks_seen);
+            // Retries scheduled before a restart were counted by the process that ran them.
+            let mut retries_seen = run.retries().len();
+            loop {
+                // Write-ahead: what this turn fed the core is durable before any of its outputs
+                // (and the conversation hook they may call) is carried out. A turn without
+                // outputs (a response head, say) has nothing to protect: its lines wait for the
+                // next commit, and a crash before it only loses what no one has acted on yet.
+                // The conversation hook is an effect too: a finished task it has not been told
+                // about must not be told before the input that finished it is durable.
+                let effects = run.has_output()
+                    || reask.is_some()
+                    || (self.on_conversation_closed.is_some() && run.finished_count() > tasks_seen);
+                if let Some(journal) = self.journal.as_mut().filter(|_| effects) {
+                    // Boxed, like the other rare awaits below: the loop's future is as large as the
+                    // largest future it awaits, and a waiting run keeps that size all along.
+                    if let Err(error) = Box::pin(journal.commit::<R>()).await {
+                        tracing::error!(%error, "the run's journal cannot be written: the run stops here");
                         ops.values()
                             .chain(calls.values())
                             .for_each(AbortHandle::abort);
-                        if let Some(journal) = &mut self.journal {
-                            Box::pin(journal.finish::<R>()).await;
-                        }
-                        // The run holds the other reference to the result: without it the
-                        // result is taken whole instead of copied.
-                        drop(run);
-                        let result = Arc::unwrap_or_clone(result);
-                        return Box::pin(self.finish(result, collected)).await;
+                        return Journaling::failed(run.execution_id(), &error);
                     }
-                    other => tracing::warn!(?other, "output not understood by this runtime"),
                 }
-            }
-
-            // A progress request is answered between two inputs: the snapshot is consistent
-            // and the run goes on. (Waiting is cancel-safe: nothing is lost when a request
-            // wins the race.)
-            let deadline = run.poll_timeout();
-            let woke = {
-                let next = waiter.next(deadline, &mut rx);
-                futures::pin_mut!(next);
-                let asked = self.progress_rx.next();
-                match futures::future::select(next, asked).await {
-                    futures::future::Either::Left((woke, _)) => Some(woke),
-                    futures::future::Either::Right((asked, _)) => {
-                        match asked {
-                            Some(reply) => {
-                                let _ = reply.send(run.progress());
+                for (call, request) in reask.take().into_iter().flatten() {
+                    let span = spans.for_host_call(&request);
+                    let task = call_host(self.control_point.clone(), call, request, tx.clone());
+                    calls.insert(call, spawn_abortable::<R>(in_span(task, span)));
+                }
+                self.close_conversations(&run, &mut tasks_seen, &mut closed_contexts);
+                spans.close_finished(&run);
+                for r in run.retries().get(retries_seen..).unwrap_or_default() {
+                    crate::metrics::retry(&r.agent, r.action);
+                }
+                retries_seen = run.retries().len();
+                // Outputs are taken from the run one at a time, as they are carried out: a copy of
+                // the queue here would keep a second buffer's capacity for the run's whole life.
+                // Only an event and the end are awaited, so no whole output is kept across a wait.
+                while let Some(awaited) =
+                    self.carry_out(&mut run, &mut spans, &mut ops, &mut calls, &tx)
+                {
+                    match awaited {
+                        Awaited::Event(event) => {
+                            let envelope = stamp_event(event);
+                            for envelope in self.map(envelope) {
+                                self.deliver(&envelope).await;
+                                // Only on_finish reads the whole list; without it, keeping every
+                                // event would make a run's memory grow with its length.
+                                if self.on_finish.is_some() {
+                                    collected.push(envelope);
+                                }
                             }
-                            // Every handle is gone: nobody asks any more.
-                            None => self.progress_rx = futures::stream::pending().boxed(),
                         }
-                        None
+                        Awaited::Finished(result) => {
+                            spans.close_finished(&run);
+                            drop(spans);
+                            Recorder::flush(&mut self.recorder);
+                            ops.values()
+                                .chain(calls.values())
+                                .for_each(AbortHandle::abort);
+                            if let Some(journal) = &mut self.journal {
+                                Box::pin(journal.finish::<R>()).await;
+                            }
+                            // The run holds the other reference to the result: without it the
+                            // result is taken whole instead of copied.
+                            drop(run);
+                            let result = Arc::unwrap_or_clone(result);
+                            return Box::pin(self.finish(result, collected)).await;
+                        }
                     }
                 }
-            };
-            let Some((now, input)) = woke else {
-                continue;
-            };
-            let Some(input) = input else {
-                self.expire(&mut run, now);
-                continue;
-            };
-            self.feed(&mut run, now, input, &mut ops, &mut calls);
-            // Group commit: inputs that are already waiting (the body and end of a response
-            // usually queue right behind its head) join this turn, so a durable run pays one
-            // journal commit for them instead of one each. Their outputs wait in the core
-            // until that commit, as write-ahead requires.
-            if self.journal.is_some() {
-                for _ in 1..GROUP_COMMIT_INPUTS {
-                    let Ok(next) = rx.try_recv() else {
-                        break;
-                    };
-                    self.feed(&mut run, now, next, &mut ops, &mut calls);
+
+                // A progress request is answered between two inputs: the snapshot is consistent
+                // and the run goes on. (Waiting is cancel-safe: nothing is lost when a request
+                // wins the race.)
+                let deadline = run.poll_timeout();
+                let woke = {
+                    let next = waiter.next(deadline, &mut rx);
+                    futures::pin_mut!(next);
+                    let asked = self.progress_rx.next();
+                    match futures::future::select(next, asked).await {
+                        futures::future::Either::Left((woke, _)) => Some(woke),
+                        futures::future::Either::Right((asked, _)) => {
+                            match asked {
+                                Some(reply) => {
+                                    let _ = reply.send(run.progress());
+                                }
+                                // Every handle is gone: nobody asks any more.
+                                None => self.progress_rx = futures::stream::pending().boxed(),
+                            }
+                            None
+                        }
+                    }
+                };
+                let Some((now, input)) = woke else {
+                    continue;
+                };
+                let Some(input) = input else {
+                    self.expire(&mut run, now);
+                    continue;
+                };
+                self.feed(&mut run, now, input, &mut ops, &mut calls);
+                // Group commit: inputs that are already waiting (the body and end of a response
+                // usually queue right behind its head) join this turn, so a durable run pays one
+                // journal commit for them instead of one each. Their outputs wait in the core
+                // until that commit, as write-ahead requires.
+                if self.journal.is_some() {
+                    for _ in 1..GROUP_COMMIT_INPUTS {
+                        let Ok(next) = rx.try_recv() else {
+                            break;
+                        };
+                        self.feed(&mut run, now, next, &mut ops, &mut calls);
+                    }
                 }
             }
         }
+    }
+
+    /// Carries out the run's outputs that need no waiting (requests, host calls and their
+    /// aborts) until one that does: an event, or the end of the run. `None` when the run has no
+    /// output left.
+    fn carry_out(
+        &mut self,
+        run: &mut Run,
+        spans: &mut RunSpans,
+        ops: &mut BTreeMap<OpId, AbortHandle>,
+        calls: &mut BTreeMap<CallId, AbortHandle>,
+        tx: &mpsc::Sender<Input>,
+    ) -> Option<Awaited> {
+        while let Some(output) = run.poll_output() {
+            Recorder::write(&mut self.recorder, |w| w.output(&output));
+            match output {
+                Output::Transmit(req) => {
+                    if req.purpose == OpPurpose::Cancel {
+                        if let Some(t) = &self.ticket {
+                            t.stats.cancels_sent.fetch_add(1, Ordering::Relaxed);
+                        }
+                    }
+                    let op = req.op;
+                    let binding = run.agents().get(&req.agent).map(|a| a.endpoint.binding);
+                    let span = spans.exchange(&req, binding);
+                    let transport = self.transport.clone();
+                    let tx = tx.clone();
+                    let task = async move { transport.exchange_in(req, tx, span, binding).await };
+                    ops.insert(op, spawn_abortable::<R>(task));
+                }
+                Output::AbortTransmit { op } => {
+                    if let Some(h) = ops.remove(&op) {
+                        h.abort();
+                    }
+                }
+                Output::CallHost { call, request } => {
+                    if matches!(request, HostRequest::Negotiation(_)) {
+                        crate::metrics::negotiation_round();
+                    }
+                    let span = spans.for_host_call(&request);
+                    let task = call_host(self.control_point.clone(), call, request, tx.clone());
+                    calls.insert(call, spawn_abortable::<R>(in_span(task, span)));
+                }
+                Output::AbandonHostCall { call } => {
+                    if let Some(h) = calls.remove(&call) {
+                        h.abort();
+                    }
+                }
+                Output::Event(event) => return Some(Awaited::Event(event)),
+                Output::Finished(result) => return Some(Awaited::Finished(result)),
+                other => tracing::warn!(?other, "output not understood by this runtime"),
+            }
+        }
+        None
     }
 
     /// Feeds one input to the core (recorded and journaled first), then any timeout it made due.
