@@ -131,6 +131,8 @@ mod engine;
 mod error;
 mod events;
 mod extension;
+#[cfg(test)]
+mod footprint_tests;
 mod http;
 mod http2;
 pub mod journal;

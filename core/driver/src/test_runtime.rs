@@ -1,11 +1,18 @@
 //! tokio as the driver's runtime, for the driver's own tests only (the adapters depend on this
 //! crate); outgoing connections are `async-net`'s, which work on any executor. It counts the
 //! timers armed on each thread, so a test on a current-thread runtime can check how often the
-//! run loop asks for one.
+//! run loop asks for one, and the size of every future spawned, so a test can bound what a
+//! task keeps.
 use std::cell::Cell;
 
 thread_local! {
     static TIMERS_ARMED: Cell<usize> = const { Cell::new(0) };
+    static SPAWNED_SIZES: std::cell::RefCell<Vec<usize>> = const { std::cell::RefCell::new(Vec::new()) };
+}
+
+/// The sizes of the futures spawned through [`TestTokio`] on this thread so far, in order.
+pub(crate) fn spawned_sizes() -> Vec<usize> {
+    SPAWNED_SIZES.with(|s| s.borrow().clone())
 }
 
 /// Timers armed through [`TestTokio`] on this thread so far.
@@ -29,6 +36,7 @@ impl crate::Runtime for TestTokio {
     }
 
     fn spawn(task: impl std::future::Future<Output = ()> + Send + 'static) {
+        SPAWNED_SIZES.with(|s| s.borrow_mut().push(std::mem::size_of_val(&task)));
         tokio::spawn(task);
     }
 
