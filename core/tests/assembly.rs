@@ -308,3 +308,23 @@ fn a_standalone_received_message_carries_the_ids_the_message_names() {
     assert_eq!(rm[0].context_id.as_deref(), Some("c"));
     assert_eq!(rm[0].task_state, None);
 }
+
+#[test]
+fn the_received_messages_list_is_allocated_to_its_length() {
+    // It stays in the run's history for the whole run: spare room would be kept per subtask.
+    let task = json!({"task":{"id":"t","status":{"state":"TASK_STATE_COMPLETED"}}});
+    for items in [
+        vec![task.clone()],
+        vec![message("m1", "hi")],
+        vec![message("m1", "hi"), task.clone()],
+        vec![
+            message("m1", "hi"),
+            message("m2", "ho"),
+            message("m3", "hu"),
+            task,
+        ],
+    ] {
+        let received = apply_all(&items).received_messages();
+        assert_eq!(received.capacity(), received.len(), "{items:?}");
+    }
+}

@@ -215,16 +215,16 @@ impl ResponseAccumulator {
     /// One [`ReceivedMessage`] per standalone message, then (if a task was seen) one
     /// holding the latest status message, the task metadata and the assembled artifacts.
     pub fn received_messages(&self) -> Vec<ReceivedMessage> {
-        let mut out: Vec<ReceivedMessage> = self
-            .messages
-            .iter()
-            .map(|m| ReceivedMessage {
-                message: Some(m.clone()),
-                task_id: m.task_id.clone(),
-                context_id: m.context_id.clone(),
-                ..ReceivedMessage::default()
-            })
-            .collect();
+        // Sized exactly: the list is kept in the run's history for as long as the run lives,
+        // and a push past a collected length would leave room for three more (over a KB each
+        // time, on every remote subtask of a long run).
+        let mut out = Vec::with_capacity(self.messages.len() + usize::from(self.task_seen));
+        out.extend(self.messages.iter().map(|m| ReceivedMessage {
+            message: Some(m.clone()),
+            task_id: m.task_id.clone(),
+            context_id: m.context_id.clone(),
+            ..ReceivedMessage::default()
+        }));
         if self.task_seen {
             out.push(ReceivedMessage {
                 message: self.status_message.clone(),
