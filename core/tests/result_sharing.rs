@@ -190,3 +190,18 @@ fn a_finished_subtask_is_readable_while_the_run_goes_on_and_after_it_ends() {
         .collect();
     assert_eq!(names, ["a", "b"]);
 }
+
+#[test]
+fn the_history_is_allocated_to_its_length() {
+    // One step of five subtasks: a list grown one result at a time would have room for eight.
+    let subtasks: Vec<String> = (0..5)
+        .map(|i| format!(r#"{{"agent": "me", "description": "part {i}"}}"#))
+        .collect();
+    let mut run = local_run(&format!(
+        r#"{{"steps": [{{"name": "wide", "step_type": "SELF_LOOP", "subtasks": [{}]}}]}}"#,
+        subtasks.join(",")
+    ));
+    let (_, result) = drive(&mut run, |_, _| {});
+    assert_eq!(result.history.len(), 5);
+    assert_eq!(result.history.capacity(), 5, "the result keeps unused room");
+}
