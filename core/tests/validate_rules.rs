@@ -1,0 +1,72 @@
+//! Workflow validation rules stated against the public parse-and-validate API: rules the
+//! whole-file mutation run of core/src/workflow/validate.rs (issue #24) found unstated.
+
+use a2at_core::workflow::{
+    EdgeTarget, ProblemKind, TerminalMarker, WorkflowError, WorkflowValidationError,
+    parse_and_validate,
+};
+
+fn invalid(json: &str) -> WorkflowValidationError {
+    match parse_and_validate(json) {
+        Err(WorkflowError::Invalid(e)) => e,
+        other => panic!("expected a validation error, got {other:?}"),
+    }
+}
+
+#[test]
+fn every_terminal_marker_is_an_edge_target_that_ends_the_branch() {
+    let wf = parse_and_validate(
+        r#"{"steps": [
+            {"name": "a", "next": [
+                {"step": "b"},
+                {"step": "retry", "condition": "try again"},
+                {"step": "end", "condition": "done"},
+                {"step": "endNode", "condition": "done too"}
+            ]},
+            {"name": "b"}
+        ]}"#,
+    )
+    .expect("valid");
+    let (a, b) = (wf.step_id("a").unwrap(), wf.step_id("b").unwrap());
+    let targets: Vec<EdgeTarget> = wf.edges(a).iter().map(|e| e.target).collect();
+    assert_eq!(
+        targets,
+        [
+            EdgeTarget::Step(b),
+            EdgeTarget::Terminal(TerminalMarker::Retry),
+            EdgeTarget::Terminal(TerminalMarker::End),
+            EdgeTarget::Terminal(TerminalMarker::EndNode),
+        ]
+    );
+    // A marker activates nothing: `a` leads to `b` only, and `b` waits on `a` only.
+    assert_eq!(wf.successors(a), [b]);
+    assert_eq!(wf.predecessors(b), [a]);
+    // Markers are shown (logs, graphs, messages) exactly as the workflow spells them.
+    let names: Vec<&str> = wf.edges(a).iter().map(|e| e.target_name(&wf)).collect();
+    assert_eq!(names, ["b", "retry", "end", "endNode"]);
+    for m in [
+        TerminalMarker::Retry,
+        TerminalMarker::End,
+        TerminalMarker::EndNode,
+    ] {
+        assert_eq!(m.to_string(), m.as_str());
+        assert_eq!(TerminalMarker::from_name(m.as_str()), Some(m));
+    }
+    // The spelling is exact: other cases and padding name (missing) steps, not markers.
+    for near in ["Retry", "END", "endnode", " end"] {
+        assert_eq!(TerminalMarker::from_name(near), None, "{near:?}");
+        let e = invalid(&format!(
+            r#"{{"steps": [{{"name": "a", "next": [{{"step": {near:?}}}]}}]}}"#
+        ));
+        assert_eq!(e.problems.len(), 1, "{e}");
+        assert_eq!(e.problems[0].kind, ProblemKind::UnknownEdgeTarget, "{e}");
+    }
+}
+
+#[test]
+fn an_error_has_exactly_the_kinds_of_problems_it_lists() {
+    let e = invalid(r#"{"steps": [{"name": "a", "next": [{"step": "a"}]}]}"#);
+    assert!(e.has(ProblemKind::Cycle), "{e}");
+    assert!(!e.has(ProblemKind::DuplicateStepName), "{e}");
+    assert!(!e.has(ProblemKind::UnknownEdgeTarget), "{e}");
+}
