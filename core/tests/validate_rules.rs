@@ -2,7 +2,7 @@
 //! whole-file mutation run of core/src/workflow/validate.rs (issue #24) found unstated.
 
 use a2at_core::workflow::{
-    EdgeTarget, ProblemKind, TerminalMarker, WorkflowError, WorkflowValidationError,
+    EdgeTarget, ProblemKind, TerminalMarker, Workflow, WorkflowError, WorkflowValidationError,
     parse_and_validate,
 };
 
@@ -69,4 +69,33 @@ fn an_error_has_exactly_the_kinds_of_problems_it_lists() {
     assert!(e.has(ProblemKind::Cycle), "{e}");
     assert!(!e.has(ProblemKind::DuplicateStepName), "{e}");
     assert!(!e.has(ProblemKind::UnknownEdgeTarget), "{e}");
+}
+
+#[test]
+fn a_validated_workflow_keeps_the_parsed_document_and_its_step_names() {
+    let json = r#"{"id": "w1", "name": "two steps", "steps": [
+        {"name": "first", "next": [{"step": "second", "condition": "  "}]},
+        {"name": "second", "context_from": ["first"]}
+    ]}"#;
+    let wf = parse_and_validate(json).expect("valid");
+    assert_eq!(wf.len(), 2);
+    assert!(!wf.is_empty());
+    let names: Vec<&str> = wf.step_ids().map(|id| wf.step_name(id)).collect();
+    assert_eq!(names, ["first", "second"]);
+    let first = wf.step_id("first").unwrap();
+    assert_eq!(wf.edges(first)[0].condition, None);
+    assert_eq!(
+        wf.workflow().steps[0].next[0].condition.as_deref(),
+        Some("  ")
+    );
+    // Validation only reads the document: what comes back is exactly what was parsed, the
+    // blank condition included (only the resolved edge reads it as unconditional).
+    assert_eq!(
+        wf.into_workflow(),
+        Workflow::from_json_str(json).expect("parses")
+    );
+
+    let none = parse_and_validate(r#"{"steps": []}"#).expect("zero steps are valid");
+    assert!(none.is_empty());
+    assert_eq!(none.step_ids().count(), 0);
 }
