@@ -6,21 +6,12 @@ use std::collections::VecDeque;
 use std::sync::Arc;
 
 use a2at_core::agents::AgentDirectory;
-use a2at_core::host::{HostReply, HostRequest, RouteDecision, TaskResult};
+use a2at_core::host::{HostReply, HostRequest, RouteDecision, RouteRequest, TaskResult, codes};
+use a2at_core::result::StepStatus;
 use a2at_core::run::{Run, RunConfig, RunStart};
 use a2at_core::workflow::parse_and_validate;
 use a2at_core::{CallId, ExecutionResult, Input, Output, Timestamp};
 use serde_json::{Value, json};
-
-/// A run of `workflow` (local steps only: no agent directory is needed).
-fn local_run(workflow: Value) -> Run {
-    Run::new(
-        Arc::new(parse_and_validate(&workflow.to_string()).expect("valid workflow")),
-        Arc::new(AgentDirectory::default()),
-        RunConfig::default(),
-        RunStart::default(),
-    )
-}
 
 /// A host that sees every output; host calls wait in `pending` until the test answers them.
 #[derive(Default)]
@@ -101,6 +92,37 @@ impl Host {
         }
     }
 
+    /// Takes every pending route request, unanswered.
+    fn take_routes(&mut self) -> Vec<(CallId, RouteRequest)> {
+        let (routes, rest): (VecDeque<_>, VecDeque<_>) = std::mem::take(&mut self.pending)
+            .into_iter()
+            .partition(|(_, r)| matches!(r, HostRequest::Route(_)));
+        self.pending = rest;
+        routes
+            .into_iter()
+            .map(|(call, r)| match r {
+                HostRequest::Route(route) => (call, route),
+                _ => unreachable!("partitioned above"),
+            })
+            .collect()
+    }
+
+    /// Lets the clock reach the run's next deadline, as a driver does.
+    fn tick(&mut self, run: &mut Run) {
+        let at = run.poll_timeout().expect("the run waits for a deadline");
+        run.handle_timeout(at).expect("a timeout of a running run");
+        self.drain(run);
+    }
+
+    /// The `errorCode`s of the `error` events so far, in order.
+    fn error_codes(&self) -> Vec<&str> {
+        self.events
+            .iter()
+            .filter(|(k, _)| k == "error")
+            .map(|(_, v)| v["errorCode"].as_str().unwrap_or("?"))
+            .collect()
+    }
+
     fn event_kinds(&self) -> Vec<&str> {
         self.events.iter().map(|(k, _)| k.as_str()).collect()
     }
@@ -111,10 +133,27 @@ impl Host {
 }
 
 fn started(workflow: Value) -> (Run, Host) {
-    let mut run = local_run(workflow);
+    started_with(workflow, RunConfig::default())
+}
+
+fn started_with(workflow: Value, config: RunConfig) -> (Run, Host) {
+    let mut run = Run::new(
+        Arc::new(parse_and_validate(&workflow.to_string()).expect("valid workflow")),
+        Arc::new(AgentDirectory::default()),
+        config,
+        RunStart::default(),
+    );
     let mut host = Host::default();
     host.drain(&mut run);
     (run, host)
+}
+
+fn statuses(result: &ExecutionResult) -> Vec<(&str, StepStatus)> {
+    result
+        .steps
+        .iter()
+        .map(|s| (s.name.as_str(), s.status))
+        .collect()
 }
 
 fn self_step(name: &str, next: Value) -> Value {
@@ -220,4 +259,190 @@ fn progress_lists_outputs_only_of_steps_that_have_some_and_counts_subtasks_in_fl
     let p = run.progress();
     assert!(p.finished);
     assert!(p.in_flight.is_empty(), "{:?}", p.in_flight);
+}
+
+#[test]
+fn a_failed_step_is_reported_by_its_first_failed_subtask() {
+    let (mut run, mut host) = started(json!({"steps": [{"name": "s", "step_type": "SELF_LOOP",
+        "subtasks": [{"agent": "me", "description": "fine"}, {"agent": "me", "description": "broken"}]}]}));
+    let first = host.take_task("s");
+    let second = host.take_task("s");
+    let fine = TaskResult::success(vec![json!("ok")]);
+    host.reply(&mut run, first, HostReply::SelfTask(Ok(fine)));
+    let broken = TaskResult::Failure {
+        code: "boom".into(),
+        message: "it broke".into(),
+    };
+    host.reply(&mut run, second, HostReply::SelfTask(Ok(broken)));
+    let error = host.result().error.clone().expect("the step failed");
+    assert_eq!(error.code, codes::STEP_FAILED);
+    assert_eq!(
+        error.message,
+        "Step execution failed: step s: subtask 1 (me) failed with boom: it broke"
+    );
+}
+
+#[test]
+fn a_step_running_when_the_run_is_cancelled_ends_cancelled_not_failed() {
+    let (mut run, mut host) = started(json!({"steps": [
+        self_step("a", json!([{"step": "b"}])),
+        self_step("b", json!([])),
+    ]}));
+    run.handle(a2at_core::Input::Cancel, Timestamp::ZERO)
+        .expect("a running run accepts a cancel");
+    host.drain(&mut run);
+    let result = host.result();
+    assert_eq!(
+        result.error.as_ref().map(|e| e.code.as_str()),
+        Some(codes::CANCELLED)
+    );
+    assert_eq!(
+        statuses(result),
+        [("a", StepStatus::Cancelled), ("b", StepStatus::NotRun)]
+    );
+    // Only the run's last event reports an error: a cancelled step is no failed step.
+    assert_eq!(host.error_codes(), [codes::CANCELLED]);
+}
+
+/// `a` has two conditional edges; the host decides one and never answers the other.
+#[test]
+fn an_edge_left_undecided_after_its_sibling_was_decided_still_times_out() {
+    let config = RunConfig {
+        callback_budget: std::time::Duration::from_secs(5),
+        ..RunConfig::default()
+    };
+    let (mut run, mut host) = started_with(
+        json!({"steps": [
+            self_step("a", json!([{"step": "b", "condition": "b?"}, {"step": "c", "condition": "c?"}])),
+            self_step("b", json!([])),
+            self_step("c", json!([])),
+        ]}),
+        config,
+    );
+    host.succeed(&mut run, "a");
+    let mut routes = host.take_routes();
+    assert_eq!(routes.len(), 2);
+    let (to_b, _) = routes.remove(0);
+    host.reply(
+        &mut run,
+        to_b,
+        HostReply::Route(Ok(RouteDecision::allow(None))),
+    );
+    let (to_c, _) = routes.remove(0);
+    host.tick(&mut run);
+    let error = host
+        .result()
+        .error
+        .clone()
+        .expect("the undecided edge failed the run");
+    assert_eq!(error.code, codes::ROUTE_FAILED);
+    assert!(error.message.contains("a -> c"), "{}", error.message);
+    assert!(host.abandoned.contains(&to_c), "the late call is abandoned");
+}
+
+#[test]
+fn a_route_request_left_unanswered_fails_the_run_at_the_callback_budget() {
+    let config = RunConfig {
+        callback_budget: std::time::Duration::from_secs(5),
+        ..RunConfig::default()
+    };
+    let (mut run, mut host) = started_with(
+        json!({"steps": [
+            self_step("a", json!([{"step": "b", "condition": "b?"}])),
+            self_step("b", json!([])),
+        ]}),
+        config,
+    );
+    host.succeed(&mut run, "a");
+    let routes = host.take_routes();
+    host.tick(&mut run);
+    let error = host
+        .result()
+        .error
+        .clone()
+        .expect("the route failed the run");
+    assert_eq!(error.code, codes::ROUTE_FAILED);
+    assert!(
+        error.message.contains("no decision within 5s"),
+        "{}",
+        error.message
+    );
+    assert_eq!(host.abandoned, [routes[0].0]);
+}
+
+/// `a` routes to `c` on a condition while its sibling `b` fails: the edge's answer arrives
+/// after the failure and makes `c` ready, but a failed run dispatches nothing new.
+#[test]
+fn a_step_made_ready_after_the_run_failed_is_not_run_and_the_run_still_ends() {
+    let (mut run, mut host) = started(json!({"steps": [
+        self_step("a", json!([{"step": "c", "condition": "c?"}])),
+        self_step("b", json!([])),
+        self_step("c", json!([])),
+    ]}));
+    host.succeed(&mut run, "a");
+    host.fail(&mut run, "b");
+    assert!(host.finished.is_none(), "a's route is still asked");
+    host.route(&mut run, |_| true);
+    let result = host.result();
+    assert!(!result.success);
+    assert_eq!(
+        statuses(result),
+        [
+            ("a", StepStatus::Succeeded),
+            ("b", StepStatus::Failed),
+            ("c", StepStatus::NotRun)
+        ]
+    );
+    // The step's error and the run's last event, both for the step's failure: a step left
+    // pending by a stopped run is no deadlock.
+    assert_eq!(host.error_codes(), [codes::STEP_FAILED, codes::STEP_FAILED]);
+}
+
+#[test]
+fn every_subtask_of_a_step_receives_the_upstream_window() {
+    let (mut run, mut host) = started(json!({"steps": [
+        self_step("a", json!([{"step": "b"}])),
+        {"name": "b", "step_type": "SELF_LOOP", "subtasks": [
+            {"agent": "me", "description": "one"},
+            {"agent": "me", "description": "two"},
+            {"agent": "me", "description": "three"}]},
+    ]}));
+    host.succeed(&mut run, "a");
+    let windows: Vec<Vec<String>> = host
+        .pending
+        .iter()
+        .map(|(_, r)| match r {
+            HostRequest::SelfTask(t) => t
+                .workflow_input
+                .upstream_results
+                .iter()
+                .map(|u| u.step_name.clone())
+                .collect(),
+            other => panic!("unexpected {other:?}"),
+        })
+        .collect();
+    assert_eq!(windows, [["a"], ["a"], ["a"]]);
+}
+
+/// The window goes out with the step's requests; once the last of them is sent (and no route
+/// request will read it), the run keeps no copy of its own: the host's requests and the run's
+/// result table are the only holders of an upstream result.
+#[test]
+fn the_last_request_of_a_step_takes_the_window_instead_of_copying_it() {
+    let (mut run, mut host) = started(json!({"steps": [
+        self_step("a", json!([{"step": "b"}])),
+        self_step("b", json!([])),
+    ]}));
+    host.succeed(&mut run, "a");
+    let (_, request) = host.pending.front().expect("b's request");
+    let HostRequest::SelfTask(task) = request else {
+        panic!("unexpected {request:?}")
+    };
+    let upstream = &task.workflow_input.upstream_results[0].task_results[0];
+    assert_eq!(upstream.outputs, vec![json!("out of a")]);
+    assert_eq!(
+        Arc::strong_count(upstream),
+        2,
+        "the run kept a copy of b's window"
+    );
 }
