@@ -13,12 +13,14 @@ use a2at_core::workflow::parse_and_validate;
 use a2at_core::{CallId, ExecutionResult, Input, Output, Timestamp};
 use serde_json::{Value, json};
 
-/// A host that sees every output; host calls wait in `pending` until the test answers them.
+/// A host that sees every output; host calls wait in `pending` and exchanges in `transmits`
+/// until the test answers them.
 #[derive(Default)]
 struct Host {
     pending: VecDeque<(CallId, HostRequest)>,
     events: Vec<(String, Value)>,
     abandoned: Vec<CallId>,
+    transmits: Vec<a2at_core::HttpRequest>,
     finished: Option<Arc<ExecutionResult>>,
 }
 
@@ -33,7 +35,9 @@ impl Host {
                     .events
                     .push((e.kind.as_str().to_owned(), e.data.value().clone())),
                 Output::Finished(result) => self.finished = Some(result),
-                other => panic!("a local run transmits nothing, got {other:?}"),
+                Output::Transmit(request) => self.transmits.push(request),
+                Output::AbortTransmit { .. } => {}
+                other => panic!("an output this host does not know: {other:?}"),
             }
         }
     }
@@ -445,4 +449,74 @@ fn the_last_request_of_a_step_takes_the_window_instead_of_copying_it() {
         2,
         "the run kept a copy of b's window"
     );
+}
+
+/// A run of one remote subtask addressed to `alpha`, and the host in front of it.
+fn remote_run() -> (Run, Host) {
+    let card = a2at_core::a2a::AgentCard::from_json_value(&json!({
+        "name": "alpha",
+        "description": "the agent",
+        "version": "1.0.0",
+        "supportedInterfaces": [{"url": "http://alpha.test/a2a/rest",
+                                 "protocolBinding": "HTTP+JSON", "protocolVersion": "1.0"}],
+        "capabilities": {"streaming": false},
+        "defaultInputModes": ["text/plain"],
+        "defaultOutputModes": ["text/plain"],
+        "skills": [{"id": "s", "name": "s", "description": "s", "tags": []}]
+    }))
+    .expect("a valid card");
+    let agents = AgentDirectory::new(vec![card], None).expect("a valid directory");
+    let workflow =
+        json!({"steps": [{"name": "s", "subtasks": [{"agent": "alpha", "description": "x"}]}]});
+    let mut run = Run::new(
+        Arc::new(parse_and_validate(&workflow.to_string()).expect("valid workflow")),
+        Arc::new(agents),
+        RunConfig::default(),
+        RunStart::default(),
+    );
+    let mut host = Host::default();
+    host.drain(&mut run);
+    (run, host)
+}
+
+#[test]
+fn a_run_addresses_the_agents_it_was_started_with() {
+    let (run, _) = remote_run();
+    let names: Vec<&str> = run.agents().names().collect();
+    assert_eq!(names, ["alpha"]);
+    assert!(run.agents().get("alpha").is_some());
+}
+
+#[test]
+fn a_send_that_could_not_connect_is_listed_as_a_scheduled_resend() {
+    let (mut run, mut host) = remote_run();
+    let (call, _) = host
+        .pending
+        .pop_front()
+        .expect("the host is asked for content");
+    host.reply(
+        &mut run,
+        call,
+        HostReply::Task(Ok(a2at_core::host::MessageContent::text("x"))),
+    );
+    let send = host.transmits.pop().expect("the send goes out");
+    assert!(run.retries().is_empty(), "{:?}", run.retries());
+    run.handle(
+        Input::TransportFailed {
+            op: send.op,
+            error: a2at_core::io::TransportError {
+                kind: a2at_core::io::TransportErrorKind::Connect,
+                message: "refused".into(),
+            },
+        },
+        Timestamp::ZERO,
+    )
+    .expect("a failure of an open exchange");
+    host.drain(&mut run);
+    let retries: Vec<(&str, &str)> = run
+        .retries()
+        .iter()
+        .map(|r| (r.agent.as_str(), r.action))
+        .collect();
+    assert_eq!(retries, [("alpha", "resend")]);
 }
