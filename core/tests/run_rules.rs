@@ -520,3 +520,81 @@ fn a_send_that_could_not_connect_is_listed_as_a_scheduled_resend() {
         .collect();
     assert_eq!(retries, [("alpha", "resend")]);
 }
+
+#[test]
+fn every_request_carries_the_runs_trace_id() {
+    let (mut run, mut host) = remote_run();
+    let (call, _) = host
+        .pending
+        .pop_front()
+        .expect("the host is asked for content");
+    host.reply(
+        &mut run,
+        call,
+        HostReply::Task(Ok(a2at_core::host::MessageContent::text("x"))),
+    );
+    let send = host.transmits.pop().expect("the send goes out");
+    let traceparent = send
+        .headers
+        .iter()
+        .find(|(name, _)| name == "traceparent")
+        .map(|(_, value)| value.as_str())
+        .expect("a traceparent header");
+    let trace_id = traceparent
+        .split('-')
+        .nth(1)
+        .expect("version-trace-parent-flags");
+    assert_eq!(trace_id, format!("{:032x}", run.trace_id()));
+}
+
+#[test]
+fn a_finished_run_refuses_inputs_and_timeouts() {
+    let (mut run, mut host) = started(json!({"steps": [self_step("a", json!([]))]}));
+    host.succeed(&mut run, "a");
+    assert!(run.is_finished());
+    let later = Timestamp::ZERO.saturating_add(std::time::Duration::from_secs(1));
+    assert_eq!(
+        run.handle(Input::Cancel, later),
+        Err(a2at_core::ApiMisuse::Finished)
+    );
+    assert_eq!(
+        run.handle_timeout(later),
+        Err(a2at_core::ApiMisuse::Finished)
+    );
+    assert!(run.poll_output().is_none(), "nothing follows the end");
+}
+
+#[test]
+fn cancelling_while_routes_are_asked_abandons_them_and_ends_the_run() {
+    let (mut run, mut host) = started(json!({"steps": [
+        self_step("a", json!([{"step": "b", "condition": "b?"}, {"step": "c", "condition": "c?"}])),
+        self_step("b", json!([])),
+        self_step("c", json!([])),
+    ]}));
+    host.succeed(&mut run, "a");
+    let mut asked: Vec<CallId> = host
+        .take_routes()
+        .into_iter()
+        .map(|(call, _)| call)
+        .collect();
+    run.handle(Input::Cancel, Timestamp::ZERO)
+        .expect("a running run accepts a cancel");
+    host.drain(&mut run);
+    let result = host.result();
+    assert_eq!(
+        result.error.as_ref().map(|e| e.code.as_str()),
+        Some(codes::CANCELLED)
+    );
+    // The step had finished its work: only its routing was cut short.
+    assert_eq!(
+        statuses(result),
+        [
+            ("a", StepStatus::Succeeded),
+            ("b", StepStatus::NotRun),
+            ("c", StepStatus::NotRun)
+        ]
+    );
+    host.abandoned.sort();
+    asked.sort();
+    assert_eq!(host.abandoned, asked);
+}
