@@ -134,6 +134,19 @@ impl Host {
     fn result(&self) -> &ExecutionResult {
         self.finished.as_deref().expect("the run finished")
     }
+
+    /// Cancels `run` and reads it to its end, which must be the cancellation.
+    fn cancel(&mut self, run: &mut Run) -> &ExecutionResult {
+        run.handle(Input::Cancel, Timestamp::ZERO)
+            .expect("a running run accepts a cancel");
+        self.drain(run);
+        let result = self.result();
+        assert_eq!(
+            result.error.as_ref().map(|e| e.code.as_str()),
+            Some(codes::CANCELLED)
+        );
+        result
+    }
 }
 
 fn started(workflow: Value) -> (Run, Host) {
@@ -292,14 +305,7 @@ fn a_step_running_when_the_run_is_cancelled_ends_cancelled_not_failed() {
         self_step("a", json!([{"step": "b"}])),
         self_step("b", json!([])),
     ]}));
-    run.handle(a2at_core::Input::Cancel, Timestamp::ZERO)
-        .expect("a running run accepts a cancel");
-    host.drain(&mut run);
-    let result = host.result();
-    assert_eq!(
-        result.error.as_ref().map(|e| e.code.as_str()),
-        Some(codes::CANCELLED)
-    );
+    let result = host.cancel(&mut run);
     assert_eq!(
         statuses(result),
         [("a", StepStatus::Cancelled), ("b", StepStatus::NotRun)]
@@ -479,16 +485,8 @@ fn remote_run() -> (Run, Host) {
     (run, host)
 }
 
-#[test]
-fn a_run_addresses_the_agents_it_was_started_with() {
-    let (run, _) = remote_run();
-    let names: Vec<&str> = run.agents().names().collect();
-    assert_eq!(names, ["alpha"]);
-    assert!(run.agents().get("alpha").is_some());
-}
-
-#[test]
-fn a_send_that_could_not_connect_is_listed_as_a_scheduled_resend() {
+/// [`remote_run`] once the host gave the subtask's content: the run and its send.
+fn remote_run_sending() -> (Run, Host, a2at_core::HttpRequest) {
     let (mut run, mut host) = remote_run();
     let (call, _) = host
         .pending
@@ -500,6 +498,20 @@ fn a_send_that_could_not_connect_is_listed_as_a_scheduled_resend() {
         HostReply::Task(Ok(a2at_core::host::MessageContent::text("x"))),
     );
     let send = host.transmits.pop().expect("the send goes out");
+    (run, host, send)
+}
+
+#[test]
+fn a_run_addresses_the_agents_it_was_started_with() {
+    let (run, _) = remote_run();
+    let names: Vec<&str> = run.agents().names().collect();
+    assert_eq!(names, ["alpha"]);
+    assert!(run.agents().get("alpha").is_some());
+}
+
+#[test]
+fn a_send_that_could_not_connect_is_listed_as_a_scheduled_resend() {
+    let (mut run, mut host, send) = remote_run_sending();
     assert!(run.retries().is_empty(), "{:?}", run.retries());
     run.handle(
         Input::TransportFailed {
@@ -523,17 +535,7 @@ fn a_send_that_could_not_connect_is_listed_as_a_scheduled_resend() {
 
 #[test]
 fn every_request_carries_the_runs_trace_id() {
-    let (mut run, mut host) = remote_run();
-    let (call, _) = host
-        .pending
-        .pop_front()
-        .expect("the host is asked for content");
-    host.reply(
-        &mut run,
-        call,
-        HostReply::Task(Ok(a2at_core::host::MessageContent::text("x"))),
-    );
-    let send = host.transmits.pop().expect("the send goes out");
+    let (run, _, send) = remote_run_sending();
     let traceparent = send
         .headers
         .iter()
@@ -577,14 +579,7 @@ fn cancelling_while_routes_are_asked_abandons_them_and_ends_the_run() {
         .into_iter()
         .map(|(call, _)| call)
         .collect();
-    run.handle(Input::Cancel, Timestamp::ZERO)
-        .expect("a running run accepts a cancel");
-    host.drain(&mut run);
-    let result = host.result();
-    assert_eq!(
-        result.error.as_ref().map(|e| e.code.as_str()),
-        Some(codes::CANCELLED)
-    );
+    let result = host.cancel(&mut run);
     // The step had finished its work: only its routing was cut short.
     assert_eq!(
         statuses(result),

@@ -5,24 +5,9 @@
 use std::time::Duration;
 
 use a2at_core::host::TaskStatus;
-use a2at_core::run::{RunConfig, RunStart};
-use a2at_core::workflow::parse_and_validate;
-use a2at_tests::{Plan, ScriptedAgent, ScriptedHost, Sim, SimOutcome, directory};
-use serde_json::{Value, json};
-
-fn sim(workflow: Value, agents: Vec<ScriptedAgent>) -> SimOutcome {
-    let wf = parse_and_validate(&workflow.to_string()).expect("valid workflow");
-    let dir = directory(&agents);
-    Sim::new(
-        wf,
-        dir,
-        agents,
-        ScriptedHost::default(),
-        RunConfig::default(),
-        RunStart::default(),
-    )
-    .drive_bounded(100_000)
-}
+use a2at_core::run::RunConfig;
+use a2at_tests::{Plan, ScriptedAgent, ScriptedHost, simulate};
+use serde_json::json;
 
 fn completes_after(secs: u64) -> Plan {
     Plan::Delayed(
@@ -45,7 +30,7 @@ fn an_any_success_winner_cancels_only_its_own_peers() {
         ScriptedAgent::new("slow").by_default(completes_after(5)),
         ScriptedAgent::new("steady").by_default(completes_after(2)),
     ];
-    let out = sim(wf, agents);
+    let out = simulate(&wf, agents, ScriptedHost::default(), RunConfig::default());
     let r = out.result();
     assert!(r.success, "{:?}", r.error);
     let status_of = |agent: &str| {
