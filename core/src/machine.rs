@@ -265,7 +265,7 @@ mod tests {
         assert_eq!(
             drain(&mut ctx),
             2,
-            "every queued output comes out, in order, first"
+            "the queued outputs come out before the queue goes"
         );
         assert_eq!(ctx.outputs.capacity(), 0);
     }
