@@ -337,9 +337,7 @@ impl<R: Runtime, C: ControlPoint + 'static> Driver<R, C> {
                     }
                 }
                 for (call, request) in reask.take().into_iter().flatten() {
-                    let span = spans.for_host_call(&request);
-                    let task = call_host(self.control_point.clone(), call, request, tx.clone());
-                    calls.insert(call, spawn_abortable::<R>(in_span(task, span)));
+                    self.ask_host(&mut spans, &mut calls, &tx, call, request);
                 }
                 self.close_conversations(&run, &mut tasks_seen, &mut closed_contexts);
                 spans.close_finished(&run);
@@ -387,6 +385,12 @@ impl<R: Runtime, C: ControlPoint + 'static> Driver<R, C> {
                 // A progress request is answered between two inputs: the snapshot is consistent
                 // and the run goes on. (Waiting is cancel-safe: nothing is lost when a request
                 // wins the race.)
+                // Nothing in flight: the run waits for a timer or a cancel, maybe for hours. An
+                // emptied map keeps its last node; a new one holds none (as in the core).
+                if ops.is_empty() && calls.is_empty() {
+                    ops = BTreeMap::new();
+                    calls = BTreeMap::new();
+                }
                 let deadline = run.poll_timeout();
                 let woke = {
                     let next = waiter.next(deadline, &mut rx);
@@ -467,9 +471,7 @@ impl<R: Runtime, C: ControlPoint + 'static> Driver<R, C> {
                     if matches!(request, HostRequest::Negotiation(_)) {
                         crate::metrics::negotiation_round();
                     }
-                    let span = spans.for_host_call(&request);
-                    let task = call_host(self.control_point.clone(), call, request, tx.clone());
-                    calls.insert(call, spawn_abortable::<R>(in_span(task, span)));
+                    self.ask_host(spans, calls, tx, call, request);
                 }
                 Output::AbandonHostCall { call } => {
                     if let Some(h) = calls.remove(&call) {
@@ -482,6 +484,20 @@ impl<R: Runtime, C: ControlPoint + 'static> Driver<R, C> {
             }
         }
         None
+    }
+
+    /// Starts host call `call` under its span, abortable by its id.
+    fn ask_host(
+        &self,
+        spans: &mut RunSpans,
+        calls: &mut BTreeMap<CallId, AbortHandle>,
+        tx: &mpsc::Sender<Input>,
+        call: CallId,
+        request: HostRequest,
+    ) {
+        let span = spans.for_host_call(&request);
+        let task = call_host(self.control_point.clone(), call, request, tx.clone());
+        calls.insert(call, spawn_abortable::<R>(in_span(task, span)));
     }
 
     /// Feeds one input to the core (recorded and journaled first), then any timeout it made due.
