@@ -311,7 +311,7 @@ struct Link {
 }
 
 impl Link {
-    fn new(
+    fn build(
         agents: &AgentDirectory,
         agent: &str,
         content: &MessageContent,
@@ -595,6 +595,16 @@ impl Authorization {
     /// Checks the preconditions and queues the `SendMessage`. Time starts at
     /// [`Timestamp::ZERO`].
     pub fn new(
+        agents: &AgentDirectory,
+        agent: &str,
+        content: &MessageContent,
+        config: ExtensionConfig,
+    ) -> Result<Authorization, PreconditionError> {
+        Self::build(agents, agent, content, config)
+    }
+
+    // Outside `new`, which cargo-mutants does not mutate.
+    fn build(
         agents: &AgentDirectory,
         agent: &str,
         content: &MessageContent,
@@ -896,7 +906,17 @@ impl Notification {
         content: &MessageContent,
         config: ExtensionConfig,
     ) -> Result<Notification, PreconditionError> {
-        let mut link = Link::new(
+        Self::build(agents, agent, content, config)
+    }
+
+    // Outside `new`, which cargo-mutants does not mutate.
+    fn build(
+        agents: &AgentDirectory,
+        agent: &str,
+        content: &MessageContent,
+        config: ExtensionConfig,
+    ) -> Result<Notification, PreconditionError> {
+        let mut link = Link::build(
             agents,
             agent,
             content,

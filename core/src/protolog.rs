@@ -733,6 +733,11 @@ pub struct ResponseBodyLog {
 impl ResponseBodyLog {
     /// The log of a response with this `Content-Type`.
     pub fn new(ctx: LogContext, content_type: Option<String>, cfg: LogConfig) -> ResponseBodyLog {
+        Self::build(ctx, content_type, cfg)
+    }
+
+    // Outside `new`, which cargo-mutants does not mutate.
+    fn build(ctx: LogContext, content_type: Option<String>, cfg: LogConfig) -> ResponseBodyLog {
         let sse = content_type.as_deref().is_some_and(|c| {
             c.split(';')
                 .next()

@@ -171,7 +171,7 @@ pub(crate) struct Invocation {
 impl Invocation {
     /// Starts the activation: asks the host for content and arms the budget.
     pub fn start(key: TaskKey, request: TaskRequest, env: &mut Env<'_>) -> Self {
-        let mut invocation = Invocation::new(key, request, false, env);
+        let mut invocation = Invocation::build(key, request, false, env);
         let call = env.ctx.new_call(CallOwner::Invocation(key));
         env.ctx.push(Output::CallHost {
             call,
@@ -191,14 +191,14 @@ impl Invocation {
         content: MessageContent,
         env: &mut Env<'_>,
     ) -> (Self, Option<Arc<TaskExecutionResult>>) {
-        let mut invocation = Invocation::new(key, request, true, env);
+        let mut invocation = Invocation::build(key, request, true, env);
         let step = invocation.on_content(Ok(content), env);
         let result = invocation.conclude(step, env);
         (invocation, result)
     }
 
     /// A fresh context id and the armed budget; the phase is set by the caller.
-    fn new(key: TaskKey, request: TaskRequest, standalone: bool, env: &mut Env<'_>) -> Self {
+    fn build(key: TaskKey, request: TaskRequest, standalone: bool, env: &mut Env<'_>) -> Self {
         let context_id = env.ctx.ids.next_uuid();
         let deadline = env.ctx.now.saturating_add(env.config.task_budget);
         env.ctx.set_timer(TimerKey::TaskDeadline(key), deadline);

@@ -211,6 +211,16 @@ impl Run {
         config: RunConfig,
         start: RunStart,
     ) -> Run {
+        Run::build(workflow, agents, config, start)
+    }
+
+    // Outside `new`, which cargo-mutants does not mutate.
+    fn build(
+        workflow: Arc<ValidatedWorkflow>,
+        agents: Arc<AgentDirectory>,
+        config: RunConfig,
+        start: RunStart,
+    ) -> Run {
         let mut ids = IdGenerator::new(config.seed);
         let execution_id = config
             .execution_id
@@ -486,6 +496,16 @@ impl Run {
         }
     }
 
+    /// The names of `id`'s predecessors that have not settled, for the deadlock message.
+    fn unsettled_predecessors(&self, id: StepId) -> Vec<&str> {
+        self.workflow
+            .predecessors(id)
+            .iter()
+            .filter(|p| !self.is_settled(**p))
+            .map(|p| self.workflow.step(*p).name.as_str())
+            .collect()
+    }
+
     fn maybe_finish(&mut self) {
         if self.finished.is_some() || !self.ctx.ops.is_empty() || !self.ctx.calls.is_empty() {
             return;
@@ -510,17 +530,10 @@ impl Run {
                 .step_ids()
                 .filter(|id| self.steps[id.index()].phase == Phase::Pending)
                 .map(|id| {
-                    let missing: Vec<&str> = self
-                        .workflow
-                        .predecessors(id)
-                        .iter()
-                        .filter(|p| !self.is_settled(**p))
-                        .map(|p| self.workflow.step(*p).name.as_str())
-                        .collect();
                     format!(
                         "{} <- [{}]",
                         self.workflow.step(id).name,
-                        missing.join(", ")
+                        self.unsettled_predecessors(id).join(", ")
                     )
                 })
                 .collect();

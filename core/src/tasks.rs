@@ -256,6 +256,16 @@ impl TaskOperation {
         command: TaskCommand,
         config: TaskOperationConfig,
     ) -> Result<TaskOperation, TaskError> {
+        Self::build(agents, agent, command, config)
+    }
+
+    // Outside `new`, which cargo-mutants does not mutate.
+    fn build(
+        agents: &AgentDirectory,
+        agent: &str,
+        command: TaskCommand,
+        config: TaskOperationConfig,
+    ) -> Result<TaskOperation, TaskError> {
         let entry = agents.get(agent).ok_or_else(|| {
             TaskError::new(
                 host::codes::AGENT_NOT_FOUND,

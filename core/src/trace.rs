@@ -303,6 +303,16 @@ impl TraceHeader {
         config: &RunConfig,
         start: &RunStart,
     ) -> Result<TraceHeader, TraceError> {
+        Self::build(workflow, agents, config, start)
+    }
+
+    // Outside `new`, which cargo-mutants does not mutate.
+    fn build(
+        workflow: &ValidatedWorkflow,
+        agents: &AgentDirectory,
+        config: &RunConfig,
+        start: &RunStart,
+    ) -> Result<TraceHeader, TraceError> {
         let cards: Vec<AgentCard> = agents
             .names()
             .filter_map(|n| agents.get(n))

@@ -738,6 +738,11 @@ pub struct ResponseDecoder {
 impl ResponseDecoder {
     /// A decoder for the response to a call of `kind` sent with JSON-RPC id `rpc_id`.
     pub fn new(binding: Binding, kind: CallKind, rpc_id: &str, limits: DecodeLimits) -> Self {
+        Self::build(binding, kind, rpc_id, limits)
+    }
+
+    // Outside `new`, which cargo-mutants does not mutate.
+    fn build(binding: Binding, kind: CallKind, rpc_id: &str, limits: DecodeLimits) -> Self {
         ResponseDecoder {
             binding,
             kind,

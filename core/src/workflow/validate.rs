@@ -271,6 +271,166 @@ impl Problems {
     }
 }
 
+/// Maps each non-blank step name to the first step that has it, reporting blank, reserved and
+/// repeated names.
+fn index_step_names<'w>(steps: &'w [Step], problems: &mut Problems) -> BTreeMap<&'w str, StepId> {
+    let mut by_name: BTreeMap<&str, StepId> = BTreeMap::new();
+    for (i, s) in steps.iter().enumerate() {
+        if s.name.trim().is_empty() {
+            problems.push(
+                ProblemKind::BlankStepName,
+                &s.name,
+                None,
+                format!("step #{i} has a blank name"),
+            );
+            continue;
+        }
+        if is_terminal_marker(&s.name) {
+            problems.push(
+                ProblemKind::ReservedStepName,
+                &s.name,
+                None,
+                format!(
+                    "step {:?} (#{i}) uses a reserved terminal marker as its name \
+                     (end, retry and endNode are reserved)",
+                    s.name
+                ),
+            );
+        }
+        match by_name.get(s.name.as_str()) {
+            Some(first) => problems.push(
+                ProblemKind::DuplicateStepName,
+                &s.name,
+                None,
+                format!(
+                    "step {:?} (#{i}) has the same name as step #{}",
+                    s.name, first.0
+                ),
+            ),
+            None => {
+                by_name.insert(&s.name, sid(i));
+            }
+        }
+    }
+    by_name
+}
+
+/// Resolves every step's edges to steps or terminal markers; an edge with a blank, repeated or
+/// unknown target is reported and left out.
+fn resolve_edges(
+    steps: &[Step],
+    by_name: &BTreeMap<&str, StepId>,
+    problems: &mut Problems,
+) -> Vec<Vec<ResolvedEdge>> {
+    let mut edges: Vec<Vec<ResolvedEdge>> = Vec::with_capacity(steps.len());
+    for (i, s) in steps.iter().enumerate() {
+        let mut resolved = Vec::with_capacity(s.next.len());
+        let mut seen: BTreeSet<&str> = BTreeSet::new();
+        for (j, e) in s.next.iter().enumerate() {
+            let edge = Some((s.name.as_str(), e.step.as_str()));
+            if e.step.trim().is_empty() {
+                problems.push(
+                    ProblemKind::BlankEdgeTarget,
+                    &s.name,
+                    edge,
+                    format!(
+                        "{} has an edge (next[{j}]) with a blank target",
+                        label(i, &s.name)
+                    ),
+                );
+                continue;
+            }
+            if !seen.insert(&e.step) {
+                problems.push(
+                    ProblemKind::DuplicateEdgeTarget,
+                    &s.name,
+                    edge,
+                    format!(
+                        "{} lists the target {:?} more than once (edge {:?} -> {:?}, next[{j}])",
+                        label(i, &s.name),
+                        e.step,
+                        s.name,
+                        e.step
+                    ),
+                );
+                continue;
+            }
+            let target = if let Some(m) = TerminalMarker::from_name(&e.step) {
+                EdgeTarget::Terminal(m)
+            } else if let Some(&id) = by_name.get(e.step.as_str()) {
+                EdgeTarget::Step(id)
+            } else {
+                problems.push(
+                    ProblemKind::UnknownEdgeTarget,
+                    &s.name,
+                    edge,
+                    format!(
+                        "edge {:?} -> {:?} of {} targets neither a step nor a terminal marker",
+                        s.name,
+                        e.step,
+                        label(i, &s.name)
+                    ),
+                );
+                continue;
+            };
+            resolved.push(ResolvedEdge {
+                target,
+                condition: if e.is_conditional() {
+                    e.condition.clone()
+                } else {
+                    None
+                },
+            });
+        }
+        edges.push(resolved);
+    }
+    edges
+}
+
+/// The successor and predecessor lists of the resolved edges, and each step's in-degree.
+fn adjacency_of(edges: &[Vec<ResolvedEdge>]) -> (Adjacency, Adjacency, Vec<usize>) {
+    let n = edges.len();
+    // Targets of one source are distinct (`resolve_edges` drops repeats), so the lists need no
+    // further deduplication. Self-edges stay in `successors` for the cycle
+    // search but are kept out of `predecessors` (DG-1).
+    let mut successors = Adjacency {
+        offsets: Vec::with_capacity(n + 1),
+        items: Vec::new(),
+    };
+    let mut in_degree = vec![0usize; n];
+    successors.offsets.push(0);
+    for (i, out) in edges.iter().enumerate() {
+        for e in out {
+            if let EdgeTarget::Step(t) = e.target {
+                successors.items.push(t);
+                if t.index() != i {
+                    in_degree[t.index()] += 1;
+                }
+            }
+        }
+        successors.offsets.push(successors.items.len());
+    }
+    let mut predecessors = Adjacency {
+        offsets: Vec::with_capacity(n + 1),
+        items: vec![StepId(0); in_degree.iter().sum()],
+    };
+    predecessors.offsets.push(0);
+    for d in &in_degree {
+        let last = predecessors.offsets[predecessors.offsets.len() - 1];
+        predecessors.offsets.push(last + d);
+    }
+    let mut fill: Vec<usize> = predecessors.offsets[..n].to_vec();
+    for i in 0..n {
+        for &t in successors.of(i) {
+            if t.index() != i {
+                predecessors.items[fill[t.index()]] = sid(i);
+                fill[t.index()] += 1;
+            }
+        }
+    }
+    (successors, predecessors, in_degree)
+}
+
 impl ValidatedWorkflow {
     /// A workflow of one `ALL_SUCCESS` step named `step` with one subtask for `agent`: what a
     /// single task sent outside any designed workflow runs as. Fails only for names the rules
@@ -298,6 +458,11 @@ impl ValidatedWorkflow {
 
     /// Validates `wf`, reporting every problem found.
     pub fn new(wf: Workflow) -> Result<ValidatedWorkflow, WorkflowValidationError> {
+        Self::build(wf)
+    }
+
+    // Outside `new`, which cargo-mutants does not mutate.
+    fn build(wf: Workflow) -> Result<ValidatedWorkflow, WorkflowValidationError> {
         let steps = &wf.steps;
         let n = steps.len();
         if u32::try_from(n).is_err() {
@@ -314,154 +479,14 @@ impl ValidatedWorkflow {
             });
         }
         let mut problems = Problems(Vec::new());
+        let by_name = index_step_names(steps, &mut problems);
+        let edges = resolve_edges(steps, &by_name, &mut problems);
+        let (successors, predecessors, in_degree) = adjacency_of(&edges);
 
-        // 1. Names (WM-7, WM-8). The first step with a name owns it.
-        let mut by_name: BTreeMap<&str, StepId> = BTreeMap::new();
-        for (i, s) in steps.iter().enumerate() {
-            if s.name.trim().is_empty() {
-                problems.push(
-                    ProblemKind::BlankStepName,
-                    &s.name,
-                    None,
-                    format!("step #{i} has a blank name"),
-                );
-                continue;
-            }
-            if is_terminal_marker(&s.name) {
-                problems.push(
-                    ProblemKind::ReservedStepName,
-                    &s.name,
-                    None,
-                    format!(
-                        "step {:?} (#{i}) uses a reserved terminal marker as its name \
-                         (end, retry and endNode are reserved)",
-                        s.name
-                    ),
-                );
-            }
-            match by_name.get(s.name.as_str()) {
-                Some(first) => problems.push(
-                    ProblemKind::DuplicateStepName,
-                    &s.name,
-                    None,
-                    format!(
-                        "step {:?} (#{i}) has the same name as step #{}",
-                        s.name, first.0
-                    ),
-                ),
-                None => {
-                    by_name.insert(&s.name, sid(i));
-                }
-            }
-        }
-
-        // 2. Edges (WM-9, WM-10).
-        let mut edges: Vec<Vec<ResolvedEdge>> = Vec::with_capacity(n);
-        for (i, s) in steps.iter().enumerate() {
-            let mut resolved = Vec::with_capacity(s.next.len());
-            let mut seen: BTreeSet<&str> = BTreeSet::new();
-            for (j, e) in s.next.iter().enumerate() {
-                let edge = Some((s.name.as_str(), e.step.as_str()));
-                if e.step.trim().is_empty() {
-                    problems.push(
-                        ProblemKind::BlankEdgeTarget,
-                        &s.name,
-                        edge,
-                        format!(
-                            "{} has an edge (next[{j}]) with a blank target",
-                            label(i, &s.name)
-                        ),
-                    );
-                    continue;
-                }
-                if !seen.insert(&e.step) {
-                    problems.push(
-                        ProblemKind::DuplicateEdgeTarget,
-                        &s.name,
-                        edge,
-                        format!(
-                            "{} lists the target {:?} more than once (edge {:?} -> {:?}, next[{j}])",
-                            label(i, &s.name),
-                            e.step,
-                            s.name,
-                            e.step
-                        ),
-                    );
-                    continue;
-                }
-                let target = if let Some(m) = TerminalMarker::from_name(&e.step) {
-                    EdgeTarget::Terminal(m)
-                } else if let Some(&id) = by_name.get(e.step.as_str()) {
-                    EdgeTarget::Step(id)
-                } else {
-                    problems.push(
-                        ProblemKind::UnknownEdgeTarget,
-                        &s.name,
-                        edge,
-                        format!(
-                            "edge {:?} -> {:?} of {} targets neither a step nor a terminal marker",
-                            s.name,
-                            e.step,
-                            label(i, &s.name)
-                        ),
-                    );
-                    continue;
-                };
-                resolved.push(ResolvedEdge {
-                    target,
-                    condition: if e.is_conditional() {
-                        e.condition.clone()
-                    } else {
-                        None
-                    },
-                });
-            }
-            edges.push(resolved);
-        }
-
-        // Adjacency. Targets of one source are distinct (duplicates were dropped above), so the
-        // lists need no further deduplication. Self-edges stay in `successors` for the cycle
-        // search but are kept out of `predecessors` (DG-1).
-        let mut successors = Adjacency {
-            offsets: Vec::with_capacity(n + 1),
-            items: Vec::new(),
-        };
-        let mut in_degree = vec![0usize; n];
-        successors.offsets.push(0);
-        for (i, out) in edges.iter().enumerate() {
-            for e in out {
-                if let EdgeTarget::Step(t) = e.target {
-                    successors.items.push(t);
-                    if t.index() != i {
-                        in_degree[t.index()] += 1;
-                    }
-                }
-            }
-            successors.offsets.push(successors.items.len());
-        }
-        let mut predecessors = Adjacency {
-            offsets: Vec::with_capacity(n + 1),
-            items: vec![StepId(0); in_degree.iter().sum()],
-        };
-        predecessors.offsets.push(0);
-        for d in &in_degree {
-            let last = predecessors.offsets[predecessors.offsets.len() - 1];
-            predecessors.offsets.push(last + d);
-        }
-        let mut fill: Vec<usize> = predecessors.offsets[..n].to_vec();
-        for i in 0..n {
-            for &t in successors.of(i) {
-                if t.index() != i {
-                    predecessors.items[fill[t.index()]] = sid(i);
-                    fill[t.index()] += 1;
-                }
-            }
-        }
-
-        // 3. Cycles (WM-11).
+        // Cycles (WM-11).
         find_cycles(steps, &successors, &mut problems);
 
-        // 4. context_from (WM-12).
+        // context_from (WM-12).
         let mut context = Vec::with_capacity(n);
         let mut walk = BackwardWalk::new(n);
         for i in 0..n {

@@ -199,6 +199,11 @@ const HTTP_BODY_KEPT: usize = 4096;
 impl GrpcResponseDecoder {
     /// A decoder for the response to a call of `kind`.
     pub fn new(kind: CallKind, limits: DecodeLimits) -> Self {
+        Self::build(kind, limits)
+    }
+
+    // Outside `new`, which cargo-mutants does not mutate.
+    fn build(kind: CallKind, limits: DecodeLimits) -> Self {
         let (max, limit_code) = if kind.is_streaming() {
             (limits.max_event_bytes, codes::EVENT_TOO_LARGE)
         } else {
