@@ -253,7 +253,12 @@ fn a_scheme_without_a_credential_kind_says_what_it_needs() {
 
 fn incompatible(scheme: Value, cred: Value) -> AuthError {
     let cr = creds(json!({"a": {"s": cred}}));
-    plan_auth(&one_scheme_card(scheme), cr.agent("a"), AuthContext::default()).unwrap_err()
+    plan_auth(
+        &one_scheme_card(scheme),
+        cr.agent("a"),
+        AuthContext::default(),
+    )
+    .unwrap_err()
 }
 
 fn declared_kind(e: &AuthError) -> (&'static str, &'static str) {
@@ -372,6 +377,50 @@ fn a_client_certificate_serves_mtls_even_with_a_file_entry() {
     );
 }
 
+// Rule: a plan that adds anything (a static credential, a login, or a client certificate) is
+// not empty; only "no built-in auth" is.
+// mutant: replace AuthPlan::is_empty -> bool with true
+#[test]
+fn a_plan_with_steps_is_not_empty() {
+    let c = one_scheme_card(json!({"httpAuthSecurityScheme": {"scheme": "bearer"}}));
+    for cred in [
+        json!({"token": "dummy-t"}),
+        json!({"login_url": "https://login.example/x"}),
+    ] {
+        let cr = creds(json!({"a": {"s": cred}}));
+        let plan = plan_auth(&c, cr.agent("a"), AuthContext::default()).unwrap();
+        assert!(!plan.is_empty(), "{plan:?}");
+    }
+    let c = one_scheme_card(json!({"mtlsSecurityScheme": {}}));
+    let ctx = AuthContext {
+        client_certificate: true,
+        ..Default::default()
+    };
+    assert!(!plan_auth(&c, None, ctx).unwrap().is_empty());
+}
+
+// Rule: static credentials of one requirement that set one header to different values are
+// refused when planning, before anything is sent.
+// mutant: delete ! in plan_auth (the conflict check before returning a static plan)
+#[test]
+fn conflicting_static_credentials_are_refused_at_planning() {
+    let c = card(json!({"name": "a", "securitySchemes": {
+            "t": {"httpAuthSecurityScheme": {"scheme": "bearer"}},
+            "b": {"httpAuthSecurityScheme": {"scheme": "basic"}}},
+        "securityRequirements": [{"schemes": ["t", "b"]}]}));
+    let cr = creds(json!({"a": {
+        "t": {"token": "dummy-t"},
+        "b": {"username": "u", "password": "dummy-p"}}}));
+    let e = plan_auth(&c, cr.agent("a"), AuthContext::default()).unwrap_err();
+    assert_eq!(
+        e,
+        AuthError::HeaderConflict {
+            header: "Authorization".into()
+        }
+    );
+    assert!(!e.to_string().contains("dummy"), "{e}");
+}
+
 // ---------------------------------------------------------------- login responses
 
 // Rule: the NoToken error lists every path tried once, in order: a token_field equal to a
@@ -380,7 +429,10 @@ fn a_client_certificate_serves_mtls_even_with_a_file_entry() {
 #[test]
 fn no_token_lists_each_path_once() {
     for (field, tried) in [
-        ("token", "token, accessSession, access_session, access_token"),
+        (
+            "token",
+            "token, accessSession, access_session, access_token",
+        ),
         (
             "access_token",
             "access_token, accessSession, access_session, token",
