@@ -1,44 +1,16 @@
 //! Built-in authentication (features.md §1.15 AU, a2a-wire §5.1).
 
-use a2at_core::a2a::HttpMethod;
+use a2at_core::HttpRequest;
 use a2at_core::a2a::card::AgentCard;
 use a2at_core::auth::*;
-use a2at_core::io::{Correlation, OpPurpose};
-use a2at_core::{HttpRequest, OpId};
 use serde_json::{Value, json};
 use std::collections::BTreeMap;
 
-const KEY_HEX: &str = "000102030405060708090a0b0c0d0e0f101112131415161718191a1b1c1d1e1f";
-const IV: [u8; 12] = [7; 12];
-
-fn key() -> CredentialKey {
-    CredentialKey::from_hex(KEY_HEX).unwrap()
-}
-
-fn card(v: Value) -> AgentCard {
-    AgentCard::from_json_value(&v).unwrap()
-}
-
-fn creds(v: Value) -> CredentialsConfig {
-    CredentialsConfig::from_json_value(&v, Some(&key())).unwrap()
-}
+mod auth_support;
+use auth_support::{IV, KEY_HEX, card, creds, key, request_to};
 
 fn request() -> HttpRequest {
-    HttpRequest {
-        op: OpId(1),
-        agent: "a".into(),
-        purpose: OpPurpose::Send,
-        method: HttpMethod::Post,
-        url: "https://agent.example/rpc".into(),
-        headers: vec![
-            ("Content-Type".into(), "application/json".into()),
-            ("Accept".into(), "application/json".into()),
-        ],
-        body: b"{}".to_vec(),
-        streaming: false,
-        http2: false,
-        correlation: Correlation::default(),
-    }
+    request_to("https://agent.example/rpc")
 }
 
 // ---------------------------------------------------------------- AU-10 enc: values

@@ -593,3 +593,43 @@ fn cancelling_while_routes_are_asked_abandons_them_and_ends_the_run() {
     asked.sort();
     assert_eq!(host.abandoned, asked);
 }
+
+/// A join starts only once every predecessor has settled, exactly once, and with the results
+/// of all of them in its window: the first predecessor to finish does not start it early.
+// mutant: replace && with || in Run::settle (a timeout before: the join started early and
+// a conformance run on smol hung)
+#[test]
+fn a_join_starts_once_after_its_last_predecessor_settled() {
+    let (mut run, mut host) = started(json!({"steps": [
+        self_step("a", json!([{"step": "join"}])),
+        self_step("b", json!([{"step": "join"}])),
+        self_step("join", json!([])),
+    ]}));
+    let join_requests = |host: &Host| -> Vec<Vec<String>> {
+        host.pending
+            .iter()
+            .filter_map(|(_, r)| match r {
+                HostRequest::SelfTask(t) if t.step_name == "join" => Some(
+                    t.workflow_input
+                        .upstream_results
+                        .iter()
+                        .map(|u| u.step_name.clone())
+                        .collect(),
+                ),
+                _ => None,
+            })
+            .collect()
+    };
+    host.succeed(&mut run, "a");
+    assert!(join_requests(&host).is_empty(), "b has not settled yet");
+    host.succeed(&mut run, "b");
+    assert_eq!(join_requests(&host), [vec!["a", "b"]], "{:?}", host.pending);
+    host.succeed(&mut run, "join");
+    assert!(host.result().success, "{:?}", host.result().error);
+    let starts = host
+        .event_kinds()
+        .iter()
+        .filter(|k| **k == "step_start")
+        .count();
+    assert_eq!(starts, 3);
+}
