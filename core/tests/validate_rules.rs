@@ -99,3 +99,24 @@ fn a_validated_workflow_keeps_the_parsed_document_and_its_step_names() {
     assert!(none.is_empty());
     assert_eq!(none.step_ids().count(), 0);
 }
+
+// Every step is found by its exact name whatever order the steps are declared in, including
+// names that differ only in case or by a prefix (the lookup is a byte-order search).
+#[test]
+fn every_step_is_found_by_its_name_in_any_declaration_order() {
+    let names = ["zeta", "Alpha", "alpha", "al", "m", "Zeta", "b"];
+    let steps: Vec<String> = names
+        .iter()
+        .map(|n| format!(r#"{{"name": "{n}"}}"#))
+        .collect();
+    let wf = parse_and_validate(&format!(r#"{{"steps": [{}]}}"#, steps.join(","))).expect("valid");
+    for (i, name) in names.iter().enumerate() {
+        let id = wf
+            .step_id(name)
+            .unwrap_or_else(|| panic!("{name} not found"));
+        assert_eq!(id.index(), i, "{name}");
+        assert_eq!(wf.step_name(id), *name);
+    }
+    assert_eq!(wf.step_id("ALPHA"), None);
+    assert_eq!(wf.step_id("alph"), None);
+}

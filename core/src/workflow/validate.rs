@@ -511,8 +511,8 @@ impl ValidatedWorkflow {
             .map(sid)
             .collect();
         let topological_order = kahn(n, &successors, in_degree);
-        let mut by_name: Vec<StepId> = by_name.into_values().collect();
-        by_name.sort_by(|a, b| steps[a.index()].name.cmp(&steps[b.index()].name));
+        // The map's values come in name order, the order `step_id` searches in.
+        let by_name: Vec<StepId> = by_name.into_values().collect();
 
         Ok(ValidatedWorkflow {
             workflow: wf,
