@@ -127,7 +127,12 @@ impl Failure {
     }
 }
 
-type Step = Result<Option<TaskExecutionResult>, Failure>;
+/// The subtask succeeded. Its result is built by [`Invocation::conclude`], after the cleanup,
+/// from what the invocation holds.
+#[derive(Debug)]
+struct Succeeded;
+
+type Step = Result<Option<Succeeded>, Failure>;
 
 /// One remote subtask activation.
 #[derive(Debug)]
@@ -883,7 +888,7 @@ impl Invocation {
                         "the host sent a Negotiation-T Abort; the agent's COMPLETED is not a task success",
                     ))
                 } else {
-                    Ok(Some(self.result(TaskStatus::Success, None)))
+                    Ok(Some(Succeeded))
                 }
             }
             TaskState::Failed => Err(remote_state_failure(codes::REMOTE_TASK_FAILED, state)),
@@ -1060,7 +1065,7 @@ impl Invocation {
         let carries = meta.contains_key(a2at::NEGOTIATION_CONTEXT_KEY)
             || a2at::metadata_has_negotiation_key(&meta);
         if !carries || self.standalone {
-            return Ok(Some(self.result(TaskStatus::Success, None)));
+            return Ok(Some(Succeeded));
         }
         if !self.negotiation_active {
             return Err(Failure::new(
@@ -1280,27 +1285,38 @@ impl Invocation {
 
     // ----- results -----
 
-    fn result(&self, status: TaskStatus, failure: Option<&Failure>) -> TaskExecutionResult {
+    /// The final result. A workflow's invocation is dropped with its result, so the content
+    /// and names move into it; one driven outside a workflow is read again afterwards (its
+    /// context id and text) and keeps its own.
+    fn take_result(&mut self, status: TaskStatus, failure: Option<Failure>) -> TaskExecutionResult {
+        let keep = self.standalone;
+        let acc = moved_or_copied(keep, &mut self.acc);
         let outputs = if status == TaskStatus::Success {
-            self.acc.outputs()
+            acc.outputs()
         } else {
             Vec::new()
         };
+        let take = |s: &mut String| moved_or_copied(keep, s);
+        let request = &mut self.request;
+        let (error, error_code, error_details) = match failure {
+            Some(f) => (Some(f.message), Some(f.code), f.details),
+            None => (None, None, None),
+        };
         TaskExecutionResult {
-            step_name: self.request.step_name.clone(),
-            subtask_index: self.request.subtask_index,
-            agent_name: self.request.agent_name.clone(),
-            skill: self.request.skill.clone(),
-            task_id: self.request.task_id.clone(),
-            task_description: self.request.instruction.clone(),
+            step_name: take(&mut request.step_name),
+            subtask_index: request.subtask_index,
+            agent_name: take(&mut request.agent_name),
+            skill: take(&mut request.skill),
+            task_id: take(&mut request.task_id),
+            task_description: take(&mut request.instruction),
             status,
             outputs,
-            received_messages: self.acc.received_messages(),
-            error: failure.map(|f| f.message.clone()),
-            error_code: failure.map(|f| f.code.clone()),
-            error_details: failure.and_then(|f| f.details.clone()),
-            remote_task_id: self.remote_task_id.clone(),
-            context_id: Some(self.context_id.clone()),
+            received_messages: acc.into_received_messages(),
+            error,
+            error_code,
+            error_details,
+            remote_task_id: moved_or_copied(keep, &mut self.remote_task_id),
+            context_id: Some(take(&mut self.context_id)),
         }
     }
 
@@ -1309,16 +1325,17 @@ impl Invocation {
         if self.phase == Phase::Done {
             return None;
         }
-        let result = match step {
+        let (status, failure) = match step {
             Ok(None) => return None,
-            Ok(Some(result)) => result,
+            Ok(Some(Succeeded)) => (TaskStatus::Success, None),
             Err(mut failure) => {
                 self.attempts.attach_to(&mut failure.details);
-                self.result(failure.status, Some(&failure))
+                (failure.status, Some(failure))
             }
         };
+        // The cleanup still names the task and its context: it runs before they move out.
         self.finish(env);
-        let result = Arc::new(result);
+        let result = Arc::new(self.take_result(status, failure));
         emit_deferred!(env.ctx, EventType::AgentResponse, {
             let result = Arc::clone(&result);
             move || {
@@ -1576,6 +1593,15 @@ fn try_open_exchange(
     );
     env.ctx.push(Output::Transmit(request));
     Ok(op)
+}
+
+/// `value` itself when it is not read again (`keep` false), leaving the default behind; else a copy.
+fn moved_or_copied<T: Clone + Default>(keep: bool, value: &mut T) -> T {
+    if keep {
+        value.clone()
+    } else {
+        std::mem::take(value)
+    }
 }
 
 /// The failure an error response gives (without a retry policy).

@@ -215,24 +215,29 @@ impl ResponseAccumulator {
     /// One [`ReceivedMessage`] per standalone message, then (if a task was seen) one
     /// holding the latest status message, the task metadata and the assembled artifacts.
     pub fn received_messages(&self) -> Vec<ReceivedMessage> {
+        self.clone().into_received_messages()
+    }
+
+    /// [`ResponseAccumulator::received_messages`], moving the content instead of copying it.
+    pub fn into_received_messages(self) -> Vec<ReceivedMessage> {
         // Sized exactly: the list is kept in the run's history for as long as the run lives,
         // and a push past a collected length would leave room for three more (over a KB each
         // time, on every remote subtask of a long run).
         let mut out = Vec::with_capacity(self.messages.len() + usize::from(self.task_seen));
-        out.extend(self.messages.iter().map(|m| ReceivedMessage {
-            message: Some(m.clone()),
+        out.extend(self.messages.into_iter().map(|m| ReceivedMessage {
             task_id: m.task_id.clone(),
             context_id: m.context_id.clone(),
+            message: Some(m),
             ..ReceivedMessage::default()
         }));
         if self.task_seen {
             out.push(ReceivedMessage {
-                message: self.status_message.clone(),
-                task_id: self.task_id.clone(),
-                context_id: self.context_id.clone(),
+                message: self.status_message,
+                task_id: self.task_id,
+                context_id: self.context_id,
                 task_state: self.state,
-                task_metadata: self.task_metadata.clone(),
-                artifacts: self.artifacts.clone(),
+                task_metadata: self.task_metadata,
+                artifacts: self.artifacts,
             });
         }
         out
