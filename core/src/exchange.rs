@@ -3,6 +3,7 @@
 //! interface, and the decoding of the response inputs that come back for it.
 
 use core::time::Duration;
+use std::sync::Arc;
 
 use crate::a2a::grpc::GrpcEncodeError;
 use crate::a2a::{
@@ -27,8 +28,8 @@ pub(crate) struct ExchangeSpec<'a> {
     pub timeout: Option<Duration>,
     /// Bounds on what the decoder accepts.
     pub limits: DecodeLimits,
-    /// Local correlation fields for logs.
-    pub correlation: Correlation,
+    /// Local correlation fields for logs, shared with the operation's own record.
+    pub correlation: Arc<Correlation>,
     /// The trace the request joins; its `traceparent` names this exchange's span.
     pub trace: &'a TraceContext,
 }

@@ -381,14 +381,14 @@ impl Link {
             extensions,
             timeout,
             limits: self.config.decode_limits,
-            correlation: Correlation {
+            correlation: Arc::new(Correlation {
                 execution_id: String::new(),
                 step: self.operation.to_owned(),
                 subtask_index: 0,
                 logical_task_id: String::new(),
                 context_id: self.context_id.clone(),
                 remote_task_id: self.remote_task_id.clone(),
-            },
+            }),
             trace: &self.trace,
         };
         let (request, decoder) = exchange::open(&self.agent, call, spec)

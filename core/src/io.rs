@@ -199,8 +199,9 @@ pub struct HttpRequest {
     /// [`Input::ResponseTrailers`]. HTTP/1.1 otherwise.
     #[serde(default, skip_serializing_if = "core::ops::Not::not")]
     pub http2: bool,
-    /// Local correlation fields for logs.
-    pub correlation: Correlation,
+    /// Local correlation fields for logs (shared: the engine keeps the same fields for the
+    /// exchange's answer and its cleanup).
+    pub correlation: Arc<Correlation>,
 }
 
 mod method_name {

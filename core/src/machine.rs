@@ -2,6 +2,7 @@
 //! allocation and the registries of pending host calls and HTTP exchanges.
 
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
+use std::sync::Arc;
 
 use serde_json::Value;
 
@@ -49,7 +50,7 @@ pub(crate) struct OpEntry {
     /// The agent addressed (for a cleanup `CancelTask` after the owner is gone).
     pub agent: String,
     /// Log correlation of the owner, reused by cleanup exchanges.
-    pub correlation: Correlation,
+    pub correlation: Arc<Correlation>,
     /// The owner gave up on this send before learning the remote task id: the exchange is only
     /// read to find a task to cancel (a task id that arrives after the timeout).
     pub orphan: bool,

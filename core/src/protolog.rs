@@ -30,6 +30,7 @@ use crate::io::{Correlation, HttpRequest, OpPurpose};
 use crate::redact::{is_ws, redact_json_with, string_end};
 use crate::urlenc::is_form_content_type;
 use std::fmt::Write as _;
+use std::sync::Arc;
 
 pub use crate::redact::{
     MASK, is_secret_form_name, is_secret_name, mask_credentials, redact_form, redact_header,
@@ -321,7 +322,7 @@ pub struct LogContext {
     /// The purpose of the exchange (`send`, `poll`, …).
     pub purpose: Option<&'static str>,
     /// Execution, step, logical task, context and remote task ids.
-    pub correlation: Correlation,
+    pub correlation: Arc<Correlation>,
 }
 
 fn purpose_name(p: OpPurpose) -> &'static str {
@@ -354,7 +355,7 @@ impl LogContext {
             channel,
             op: None,
             purpose: None,
-            correlation: Correlation::default(),
+            correlation: Arc::default(),
         }
     }
 
@@ -677,14 +678,14 @@ pub fn summary_lines(result: &crate::result::ExecutionResult) -> Vec<String> {
                 channel: Channel::Task,
                 op: None,
                 purpose: None,
-                correlation: Correlation {
+                correlation: Arc::new(Correlation {
                     execution_id: result.execution_id.clone(),
                     step: task.step_name.clone(),
                     subtask_index: task.subtask_index,
                     logical_task_id: task.task_id.clone(),
                     context_id: task.context_id.clone().unwrap_or_default(),
                     remote_task_id: task.remote_task_id.clone(),
-                },
+                }),
             };
             lines.push(a2a_error_line(&ctx, code, reason));
         }

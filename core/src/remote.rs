@@ -679,15 +679,15 @@ impl Invocation {
         )
     }
 
-    fn correlation(&self, env: &Env<'_>) -> Correlation {
-        Correlation {
+    fn correlation(&self, env: &Env<'_>) -> Arc<Correlation> {
+        Arc::new(Correlation {
             execution_id: env.ctx.execution_id.clone(),
             step: self.request.step_name.clone(),
             subtask_index: self.request.subtask_index,
             logical_task_id: self.request.task_id.clone(),
             context_id: self.context_id.clone(),
             remote_task_id: self.remote_task_id.clone(),
-        }
+        })
     }
 
     // ----- responses -----
@@ -1491,7 +1491,7 @@ fn on_orphan_items(op: OpId, items: &[ResponseItem], env: &mut Env<'_>) {
             return;
         };
         let (owner, agent) = (entry.owner, entry.agent.clone());
-        let mut correlation = entry.correlation.clone();
+        let mut correlation = Correlation::clone(&entry.correlation);
         env.ctx.abort_op(op);
         if state.is_some_and(|s| s.is_terminal()) || task_id.trim().is_empty() {
             return;
@@ -1502,7 +1502,7 @@ fn on_orphan_items(op: OpId, items: &[ResponseItem], env: &mut Env<'_>) {
             env,
             owner,
             &agent,
-            correlation,
+            Arc::new(correlation),
             &call,
             OpPurpose::Cancel,
             &[],
@@ -1520,7 +1520,7 @@ pub(crate) fn open_exchange(
     env: &mut Env<'_>,
     owner: TaskKey,
     agent_name: &str,
-    correlation: Correlation,
+    correlation: Arc<Correlation>,
     call: &A2aCall<'_>,
     purpose: OpPurpose,
     extensions: &[String],
@@ -1548,7 +1548,7 @@ fn try_open_exchange(
     env: &mut Env<'_>,
     owner: TaskKey,
     agent_name: &str,
-    correlation: Correlation,
+    correlation: Arc<Correlation>,
     call: &A2aCall<'_>,
     purpose: OpPurpose,
     extensions: &[String],
@@ -1575,7 +1575,7 @@ fn try_open_exchange(
         extensions,
         timeout,
         limits: env.config.decode_limits,
-        correlation: correlation.clone(),
+        correlation: Arc::clone(&correlation),
         trace: &env.ctx.trace,
     };
     let (request, decoder) = exchange::open(agent, call, spec)

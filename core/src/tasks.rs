@@ -34,6 +34,7 @@
 //! every input.
 
 use std::collections::VecDeque;
+use std::sync::Arc;
 use std::time::Duration;
 
 use serde_json::{Value, json};
@@ -517,14 +518,14 @@ fn encode(
         extensions: &[],
         timeout,
         limits,
-        correlation: Correlation {
+        correlation: Arc::new(Correlation {
             execution_id: String::new(),
             step: command.name().to_owned(),
             subtask_index: 0,
             logical_task_id: String::new(),
             context_id: String::new(),
             remote_task_id: command.task_id().map(str::to_owned),
-        },
+        }),
         trace,
     };
     exchange::open(entry, &call, spec).map_err(|e| {

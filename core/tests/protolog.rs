@@ -21,14 +21,14 @@ fn req(headers: Vec<(&str, &str)>, body: &str) -> HttpRequest {
         body: body.as_bytes().to_vec(),
         streaming: false,
         http2: false,
-        correlation: Correlation {
+        correlation: std::sync::Arc::new(Correlation {
             execution_id: "exec-1".into(),
             step: "step-1".into(),
             subtask_index: 2,
             logical_task_id: "ltask-9".into(),
             context_id: "ctx-3".into(),
             remote_task_id: Some("rtask-4".into()),
-        },
+        }),
     }
 }
 

@@ -18,7 +18,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 
 use a2at_core::OpId;
 use a2at_core::a2a::{AgentCard, HttpMethod};
-use a2at_core::io::{Correlation, HttpRequest, OpPurpose};
+use a2at_core::io::{HttpRequest, OpPurpose};
 use bytes::Bytes;
 use http_body_util::{BodyExt, StreamBody};
 use hyper::body::{Frame, Incoming};
@@ -357,7 +357,7 @@ async fn serve(
             body,
             streaming: false,
             http2: false,
-            correlation: Correlation::default(),
+            correlation: Default::default(),
         };
         let decoded = AgentRequest::decode(&http);
         s.requests

@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 use a2at_core::OpId;
 use a2at_core::a2a::HttpMethod;
-use a2at_core::io::{Correlation, HttpRequest, Input, OpPurpose, TransportErrorKind};
+use a2at_core::io::{HttpRequest, Input, OpPurpose, TransportErrorKind};
 use futures::StreamExt;
 use futures::channel::mpsc;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -43,7 +43,7 @@ fn request(url: String) -> HttpRequest {
         body: b"{}".to_vec(),
         streaming: true,
         http2: false,
-        correlation: Correlation::default(),
+        correlation: Default::default(),
     }
 }
 

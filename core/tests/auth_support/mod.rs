@@ -5,7 +5,7 @@
 use a2at_core::a2a::HttpMethod;
 use a2at_core::a2a::card::AgentCard;
 use a2at_core::auth::{CredentialKey, CredentialsConfig};
-use a2at_core::io::{Correlation, OpPurpose};
+use a2at_core::io::OpPurpose;
 use a2at_core::{HttpRequest, OpId};
 use serde_json::Value;
 
@@ -39,6 +39,6 @@ pub fn request_to(url: &str) -> HttpRequest {
         body: b"{}".to_vec(),
         streaming: false,
         http2: false,
-        correlation: Correlation::default(),
+        correlation: Default::default(),
     }
 }
