@@ -432,3 +432,28 @@ fn a_unary_body_is_labelled_truncated_only_when_bytes_were_left_out() {
         );
     }
 }
+
+#[test]
+fn a_delimiter_split_across_chunks_ends_a_dropped_event_and_spares_the_next() {
+    for (delimiter, cut) in [
+        ("\n\n", 1),
+        ("\r\n\r\n", 1),
+        ("\r\n\r\n", 2),
+        ("\r\n\r\n", 3),
+    ] {
+        let event = event_of(1100);
+        let mut log = sse_log();
+        let mut entries = log.push(format!("{event}{}", &delimiter[..cut]).as_bytes());
+        entries
+            .extend(log.push(format!("{}data: {{\"after\":1}}\n\n", &delimiter[cut..]).as_bytes()));
+        assert_eq!(entries.len(), 2, "{delimiter:?} cut at {cut}: {entries:?}");
+        assert_eq!(
+            entries[0],
+            format!(
+                "<<< SSE EVENT {FIELDS} body=dropped-capacity ({} bytes)",
+                1100 + delimiter.len()
+            )
+        );
+        assert!(entries[1].contains("\"after\": 1"), "{}", entries[1]);
+    }
+}
