@@ -91,7 +91,10 @@ fn a_binary_media_type_is_omitted_even_when_its_bytes_are_text() {
     for ct in [
         "application/octet-stream",
         "image/svg+xml",
-        "application/pdf; x=1",
+        "audio/ogg",
+        "video/mp4",
+        "font/woff2",
+        "Application/PDF; x=1",
     ] {
         assert_eq!(
             render_body(Some(ct), b"hello", &LogConfig::default()),
@@ -346,14 +349,19 @@ fn event_of(len: usize) -> String {
 #[test]
 fn an_event_exactly_at_the_byte_cap_is_logged_and_one_byte_more_is_dropped() {
     let at_cap = event_of(CAP_BYTES);
-    // Whole in one chunk, and cut just before its delimiter.
-    let mut log = sse_log();
-    let whole = log.push(format!("{at_cap}\n\n").as_bytes());
-    let mut log = sse_log();
-    let mut split = log.push(at_cap.as_bytes());
-    split.extend(log.push(b"\n\n"));
-    for entries in [whole, split] {
-        assert_eq!(entries.len(), 1, "{entries:?}");
+    // Whole in one chunk, and cut before or inside its delimiter.
+    for (delimiter, cut) in [
+        ("\n\n", 2),
+        ("\n\n", 0),
+        ("\n\n", 1),
+        ("\r\n\r\n", 1),
+        ("\r\n\r\n", 2),
+        ("\r\n\r\n", 3),
+    ] {
+        let mut log = sse_log();
+        let mut entries = log.push(format!("{at_cap}{}", &delimiter[..cut]).as_bytes());
+        entries.extend(log.push(delimiter[cut..].as_bytes()));
+        assert_eq!(entries.len(), 1, "{delimiter:?} cut at {cut}: {entries:?}");
         assert!(entries[0].starts_with("<<< SSE EVENT"), "{}", entries[0]);
         assert!(entries[0].contains("xxxxxxxx"), "{}", entries[0]);
     }
