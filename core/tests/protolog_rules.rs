@@ -465,3 +465,118 @@ fn a_delimiter_split_across_chunks_ends_a_dropped_event_and_spares_the_next() {
         assert!(entries[1].contains("\"after\": 1"), "{}", entries[1]);
     }
 }
+
+// ------------------------------------------------------------------------------------------
+// Properties over arbitrary traffic (PL-3, PL-5)
+// ------------------------------------------------------------------------------------------
+
+/// Cuts `bytes` at the given points (taken modulo its length, in any order).
+fn chunks<'a>(bytes: &'a [u8], cuts: &[usize]) -> Vec<&'a [u8]> {
+    let mut cuts: Vec<usize> = cuts.iter().map(|c| c % (bytes.len() + 1)).collect();
+    cuts.sort_unstable();
+    let mut out = Vec::new();
+    let mut last = 0;
+    for c in cuts {
+        out.push(&bytes[last..c]);
+        last = c;
+    }
+    out.push(&bytes[last..]);
+    out
+}
+
+const SECRET_KEYS: [&str; 8] = [
+    "password",
+    "access_token",
+    "clientSecret",
+    "X-API-Key",
+    "accessSession",
+    "pwd",
+    "Set-Cookie",
+    "proxyAuthorization",
+];
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(256))]
+
+    /// PL-3, PL-5: however the network cuts an event stream, no secret value reaches an entry,
+    /// and every event gives exactly one entry: logged when it fits, labelled
+    /// `body=dropped-capacity` when it does not.
+    #[test]
+    fn no_secret_escapes_and_no_event_is_lost_however_a_stream_is_cut(
+        events in prop::collection::vec((0..SECRET_KEYS.len(), "[A-Za-z0-9]{6,16}", 0..1500usize), 1..6),
+        crlf in any::<bool>(),
+        cuts in prop::collection::vec(any::<usize>(), 0..8),
+    ) {
+        let delimiter = if crlf { "\r\n\r\n" } else { "\n\n" };
+        let mut body = String::new();
+        let mut secrets = Vec::new();
+        let mut oversized = Vec::new();
+        for (n, (key, value, filler)) in events.iter().enumerate() {
+            let secret = format!("Zq{value}");
+            let event = format!(
+                "event: e{n}\ndata: {{\"n\":{n},\"pad\":\"{}\",\"{}\":\"{secret}\"}}",
+                "p".repeat(*filler),
+                SECRET_KEYS[*key]
+            );
+            oversized.push(event.len() > CAP_BYTES);
+            body.push_str(&event);
+            body.push_str(delimiter);
+            secrets.push(secret);
+        }
+        let mut log = sse_log();
+        let mut entries = Vec::new();
+        for chunk in chunks(body.as_bytes(), &cuts) {
+            entries.extend(log.push(chunk));
+        }
+        entries.extend(log.finish());
+        prop_assert_eq!(entries.len(), events.len(), "{:#?}", entries);
+        for (n, entry) in entries.iter().enumerate() {
+            for secret in &secrets {
+                prop_assert!(!entry.contains(secret.as_str()), "{} leaked: {}", secret, entry);
+            }
+            if oversized[n] {
+                prop_assert!(entry.contains("body=dropped-capacity"), "{}", entry);
+            } else {
+                let named = format!(" event=e{n}\n");
+                prop_assert!(entry.contains(&named), "{}", entry);
+            }
+        }
+    }
+
+    /// PL-3: a secret value planted under any secret name, in a header, a JSON body, a form
+    /// body or a query string, never reaches a request entry, whatever the display knobs.
+    #[test]
+    fn no_planted_secret_reaches_a_request_entry(
+        key in 0..SECRET_KEYS.len(),
+        value in "[A-Za-z0-9]{6,16}",
+        pretty in any::<bool>(),
+        form in any::<bool>(),
+    ) {
+        let secret = format!("Zq{value}");
+        let name = SECRET_KEYS[key];
+        let (content_type, body) = if form {
+            (
+                "application/x-www-form-urlencoded",
+                format!("user=K&{name}={secret}&note=Bearer+{secret}"),
+            )
+        } else {
+            (
+                "application/json",
+                format!("{{\"a\":[{{\"{name}\":\"{secret}\"}}],\"note\":\"Bearer {secret}\"}}"),
+            )
+        };
+        let mut r = request(
+            &[
+                ("Content-Type", content_type),
+                (name, secret.as_str()),
+                ("X-Other", &format!("Basic {secret}")),
+            ],
+            &body,
+        );
+        r.url = format!("https://agent.example/rpc?{name}={secret}&x=1");
+        let cfg = LogConfig { pretty, ..LogConfig::default() };
+        let entry = format_request(&r, Channel::Task, &cfg);
+        prop_assert!(!entry.contains(secret.as_str()), "{}", entry);
+        prop_assert!(entry.contains("***"), "{}", entry);
+    }
+}
