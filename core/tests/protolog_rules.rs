@@ -360,7 +360,7 @@ fn an_event_exactly_at_the_byte_cap_is_logged_and_one_byte_more_is_dropped() {
     ] {
         let mut log = sse_log();
         let mut entries = log.push(format!("{at_cap}{}", &delimiter[..cut]).as_bytes());
-        entries.extend(log.push(delimiter[cut..].as_bytes()));
+        entries.extend(log.push(&delimiter.as_bytes()[cut..]));
         assert_eq!(entries.len(), 1, "{delimiter:?} cut at {cut}: {entries:?}");
         assert!(entries[0].starts_with("<<< SSE EVENT"), "{}", entries[0]);
         assert!(entries[0].contains("xxxxxxxx"), "{}", entries[0]);
