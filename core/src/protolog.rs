@@ -768,9 +768,20 @@ impl ResponseBodyLog {
         self.buf.extend_from_slice(data);
         loop {
             let Some((end, delimiter)) = sse_frame_end(&self.buf) else {
-                if self.buf.len() > self.cap_bytes {
-                    *self.dropping.get_or_insert(0) += self.buf.len();
-                    self.buf.clear();
+                // Line breaks at the end may begin a delimiter that the next chunk completes:
+                // they are not the event's, and dropping them would merge the next event
+                // into this one.
+                let keep = self
+                    .buf
+                    .iter()
+                    .rev()
+                    .take(3)
+                    .take_while(|b| matches!(b, b'\r' | b'\n'))
+                    .count();
+                let cut = self.buf.len() - keep;
+                if cut > self.cap_bytes {
+                    *self.dropping.get_or_insert(0) += cut;
+                    self.buf.drain(..cut);
                 }
                 return out;
             };
