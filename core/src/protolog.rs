@@ -188,11 +188,7 @@ pub fn pretty_json(text: &str) -> String {
                 continue;
             }
             b'{' | b'[' => {
-                let mut j = i + 1;
-                while j < b.len() && is_ws(b[j]) {
-                    j += 1;
-                }
-                if j < b.len() && matches!(b[j], b'}' | b']') {
+                if let Some(j) = empty_container_end(b, i) {
                     out.push(c as char);
                     out.push(b[j] as char);
                     i = j + 1;
@@ -227,6 +223,16 @@ pub fn pretty_json(text: &str) -> String {
         i += 1;
     }
     out
+}
+
+/// Where the container opened at `open` closes, when only whitespace lies between (`{}`,
+/// `[ ]`): such a container is printed on one line.
+fn empty_container_end(b: &[u8], open: usize) -> Option<usize> {
+    let mut j = open + 1;
+    while j < b.len() && is_ws(b[j]) {
+        j += 1;
+    }
+    (j < b.len() && matches!(b[j], b'}' | b']')).then_some(j)
 }
 
 fn cap(text: String, cfg: &LogConfig) -> String {
