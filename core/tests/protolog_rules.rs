@@ -19,14 +19,14 @@ fn request(headers: &[(&str, &str)], body: &str) -> HttpRequest {
         .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
         .collect();
     r.body = body.as_bytes().to_vec();
-    r.correlation = Correlation {
+    r.correlation = std::sync::Arc::new(Correlation {
         execution_id: "exec-1".into(),
         step: "step-1".into(),
         subtask_index: 2,
         logical_task_id: "ltask-9".into(),
         context_id: "ctx-3".into(),
         remote_task_id: Some("rtask-4".into()),
-    };
+    });
     r
 }
 
