@@ -275,13 +275,41 @@ pub fn render_body(content_type: Option<&str>, body: &[u8], cfg: &LogConfig) -> 
     cap(redacted, cfg)
 }
 
+/// An event stream body, event by event. An event's `data:` lines are one value joined with
+/// `\n`, and a JSON value may continue from one line onto the next: the joined value is redacted
+/// and written back one `data:` line per line, where the event's first `data:` line was.
 fn redact_sse_text(text: &str) -> String {
-    text.split_inclusive('\n')
-        .map(|line| match line.strip_prefix("data:") {
-            Some(d) => format!("data:{}", redact_json_text(d)),
-            None => mask_credentials(line),
-        })
-        .collect()
+    let mut out = String::with_capacity(text.len());
+    let mut data: Vec<&str> = Vec::new();
+    // Where the event's data block goes: after the lines that came before its first `data:`.
+    let mut data_at = None;
+    for line in text.split_inclusive('\n') {
+        let bare = line.trim_end_matches(['\r', '\n']);
+        if let Some(value) = bare.strip_prefix("data:") {
+            data_at.get_or_insert(out.len());
+            data.push(value.strip_prefix(' ').unwrap_or(value));
+            continue;
+        }
+        if bare.is_empty() {
+            write_data_block(&mut out, &mut data, &mut data_at);
+        }
+        out.push_str(&mask_credentials(line));
+    }
+    write_data_block(&mut out, &mut data, &mut data_at);
+    out
+}
+
+/// Writes an event's redacted data block at `at` (if it had `data:` lines) and empties it.
+fn write_data_block(out: &mut String, data: &mut Vec<&str>, at: &mut Option<usize>) {
+    let Some(at) = at.take() else { return };
+    let mut block = String::new();
+    for line in redact_json_text(&data.join("\n")).split('\n') {
+        block.push_str("data: ");
+        block.push_str(line);
+        block.push('\n');
+    }
+    out.insert_str(at, &block);
+    data.clear();
 }
 
 // ------------------------------------------------------------------------------------------

@@ -580,3 +580,35 @@ proptest! {
         prop_assert!(entry.contains("***"), "{}", entry);
     }
 }
+
+/// An event's `data:` lines are one value: a JSON value that continues onto the next line is
+/// redacted as a whole, so a secret on the continuation line is masked.
+#[test]
+fn a_secret_on_a_continued_data_line_of_an_event_stream_is_masked() {
+    let body = b"event: status\ndata: {\"token\":\ndata: \"S3cretValue\", \"note\": \"kept\"}\n\ndata: {\"password\": \"Hunter22x\"}\n\n";
+    let logged = render_body(Some("text/event-stream"), body, &LogConfig::default());
+    assert!(!logged.contains("S3cretValue"), "{logged}");
+    assert!(!logged.contains("Hunter22x"), "{logged}");
+    assert!(logged.contains("kept"), "{logged}");
+}
+
+/// Redacting an event stream keeps its shape: each event's other fields in place, its data block
+/// where its first `data:` line was, the events apart, and text without secrets unchanged.
+#[test]
+fn an_event_stream_without_secrets_is_logged_as_sent() {
+    let body =
+        "event: status\ndata: {\"a\":\ndata: 1}\n\nid: 7\ndata: {\"b\": [2, 3]}\nretry: 10\n\n";
+    let logged = render_body(
+        Some("text/event-stream"),
+        body.as_bytes(),
+        &LogConfig::default(),
+    );
+    assert_eq!(logged, body);
+    let crlf = "data: {\"x\": 1}\r\n\r\n";
+    let logged = render_body(
+        Some("text/event-stream"),
+        crlf.as_bytes(),
+        &LogConfig::default(),
+    );
+    assert_eq!(logged, "data: {\"x\": 1}\n\r\n");
+}
