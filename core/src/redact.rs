@@ -72,7 +72,8 @@ fn mask_pairs(s: &str) -> String {
         {
             ve += 1;
         }
-        if st < eq && ve > vs && is_secret_form_name(&url_decode(&s[st..eq])) {
+        let secret_name = st < eq && is_secret_form_name(&url_decode(&s[st..eq]));
+        if ve > vs && (secret_name || carries_credential(&s[vs..ve])) {
             out.push_str(&s[last..vs]);
             out.push_str(MASK);
             last = ve;
@@ -83,6 +84,13 @@ fn mask_pairs(s: &str) -> String {
     }
     out.push_str(&s[last..]);
     out
+}
+
+/// Whether a form-encoded value is, once decoded, a `Bearer …` or `Basic …` credential
+/// (`Bearer+abc`, `Bearer%20abc`): free-text masking sees only the literal space.
+fn carries_credential(encoded: &str) -> bool {
+    let decoded = url_decode(encoded);
+    redact_str(&decoded) != decoded
 }
 
 /// A header value as logged: `***` for a secret name, credentials masked otherwise.

@@ -612,3 +612,26 @@ fn an_event_stream_without_secrets_is_logged_as_sent() {
     );
     assert_eq!(logged, "data: {\"x\": 1}\n\r\n");
 }
+
+/// A form-encoded body the agent did not label as a form still hides a credential given as a
+/// value: `Bearer+…` and `Bearer%20…` decode to `Bearer …`, in any letter case.
+#[test]
+fn an_encoded_credential_in_an_unlabelled_form_body_is_masked() {
+    for (content_type, body) in [
+        (None, "note=Bearer+Tok3nA&x=1"),
+        (Some("text/plain"), "note=bearer%20Tok3nA&x=1"),
+        (Some("text/plain"), "a=1&note=Basic+Tok3nA"),
+    ] {
+        let logged = render_body(content_type, body.as_bytes(), &LogConfig::default());
+        assert!(
+            !logged.contains("Tok3nA"),
+            "{content_type:?} {body}: {logged}"
+        );
+        assert!(logged.contains("note=***"), "{logged}");
+    }
+    // A value that is only the word, or joins it without a space, is not a credential. (A
+    // value decoding to `Basic plan` is masked: it has a credential's shape.)
+    let plain = "note=Bearer&kind=basic-plan";
+    let logged = render_body(Some("text/plain"), plain.as_bytes(), &LogConfig::default());
+    assert_eq!(logged, plain);
+}
