@@ -1,0 +1,69 @@
+//! Rules of one remote subtask's lifecycle (`core/src/remote.rs`) that need simulated agents and
+//! that no other scenario pinned down; each was a surviving mutant of that file.
+
+use std::time::Duration;
+
+use a2at_core::a2at::{NEGOTIATION_T_URI, Performative};
+use a2at_core::host::{MessageContent, NegotiationReply, TaskExecutionResult, codes};
+use a2at_core::run::RunConfig;
+use a2at_tests::agent::Negotiation;
+use a2at_tests::host::now;
+use a2at_tests::{Plan, ScriptedAgent, ScriptedHost, SimOutcome, simulate};
+use serde_json::json;
+
+/// One step with one subtask for agent `a`.
+fn run(agent: ScriptedAgent, host: ScriptedHost, config: RunConfig) -> SimOutcome {
+    let wf = json!({"steps": [{"name": "s", "subtasks": [{"agent": "a", "description": "x"}]}]});
+    simulate(&wf, vec![agent], host, config)
+}
+
+fn subtask(out: &SimOutcome) -> &TaskExecutionResult {
+    &out.result().history[0]
+}
+
+fn budget(secs: u64) -> RunConfig {
+    RunConfig {
+        task_budget: Duration::from_secs(secs),
+        ..RunConfig::default()
+    }
+}
+
+/// A host that activates Negotiation-T and accepts every Propose.
+fn negotiating_host() -> ScriptedHost {
+    ScriptedHost::default()
+        .on_task(|r| {
+            now(Ok(
+                MessageContent::text(r.instruction.clone()).with_extension(NEGOTIATION_T_URI)
+            ))
+        })
+        .on_negotiation(|r| {
+            now(Ok(NegotiationReply::Send {
+                content: r.reply(Performative::Accept, "Accept").unwrap(),
+            }))
+        })
+}
+
+/// A budget that expires is a negotiation failure once the subtask negotiated, even while it
+/// only waits for the agent after a reply; a subtask that never negotiated reports no
+/// negotiation failure.
+#[test]
+fn a_timeout_is_a_negotiation_failure_exactly_when_the_subtask_negotiated() {
+    // The agent repeats the answered Propose forever: the subtask waits (polling) after one
+    // exchange until the budget ends.
+    let repeating = Negotiation {
+        repeat_same: true,
+        ..Negotiation::rounds(1, 3)
+    };
+    let agent = ScriptedAgent::new("a").by_default(Plan::Negotiate(repeating));
+    let out = run(agent, negotiating_host(), budget(3));
+    assert_eq!(subtask(&out).error_code.as_deref(), Some(codes::TIMEOUT));
+    let failed = out.events("negotiation_failed");
+    assert_eq!(failed.len(), 1, "{failed:?}");
+    assert_eq!(failed[0]["errorType"], codes::TIMEOUT);
+    assert_eq!(failed[0]["exchange"], 1);
+
+    let agent = ScriptedAgent::new("a").by_default(Plan::Hang);
+    let out = run(agent, ScriptedHost::default(), budget(3));
+    assert_eq!(subtask(&out).error_code.as_deref(), Some(codes::TIMEOUT));
+    assert!(out.events("negotiation_failed").is_empty());
+}
