@@ -6,7 +6,7 @@ use std::time::Duration;
 use a2at_core::a2at::{NEGOTIATION_T_URI, Performative};
 use a2at_core::host::{MessageContent, NegotiationReply, TaskExecutionResult, codes};
 use a2at_core::run::RunConfig;
-use a2at_tests::agent::Negotiation;
+use a2at_tests::agent::{AgentFault, Negotiation};
 use a2at_tests::host::now;
 use a2at_tests::{Plan, ScriptedAgent, ScriptedHost, SimOutcome, simulate};
 use serde_json::json;
@@ -66,4 +66,23 @@ fn a_timeout_is_a_negotiation_failure_exactly_when_the_subtask_negotiated() {
     let out = run(agent, ScriptedHost::default(), budget(3));
     assert_eq!(subtask(&out).error_code.as_deref(), Some(codes::TIMEOUT));
     assert!(out.events("negotiation_failed").is_empty());
+}
+
+/// The lookup of a send whose answer was lost is itself an exchange that can break: it is
+/// looked up again, and the task it then finds is followed without sending the message again.
+#[test]
+fn a_lookup_that_breaks_is_made_again() {
+    let agent = ScriptedAgent::new("a")
+        .fault_on("SendMessage", 1, AgentFault::Reset)
+        .fault_on("ListTasks", 1, AgentFault::Reset);
+    let out = run(agent, ScriptedHost::default(), RunConfig::default());
+    assert!(out.result().success, "{:?}", out.result().history);
+    assert_eq!(out.requests_to("a", "SendMessage").len(), 1);
+    assert_eq!(out.requests_to("a", "ListTasks").len(), 2);
+    let actions: Vec<_> = out
+        .events("agent_retry")
+        .iter()
+        .map(|e| e["action"].clone())
+        .collect();
+    assert_eq!(actions, ["list_tasks", "list_tasks"]);
 }
