@@ -1,12 +1,13 @@
 //! Rules of one remote subtask's lifecycle (`core/src/remote.rs`) that need simulated agents and
 //! that no other scenario pinned down; each was a surviving mutant of that file.
 
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use a2at_core::a2at::{NEGOTIATION_T_URI, Performative};
 use a2at_core::host::{MessageContent, NegotiationReply, TaskExecutionResult, codes};
 use a2at_core::run::RunConfig;
-use a2at_tests::agent::{AgentFault, Negotiation};
+use a2at_tests::agent::{AgentFault, Negotiation, Propose};
 use a2at_tests::host::now;
 use a2at_tests::{Plan, ScriptedAgent, ScriptedHost, SimOutcome, simulate};
 use serde_json::json;
@@ -85,4 +86,30 @@ fn a_lookup_that_breaks_is_made_again() {
         .map(|e| e["action"].clone())
         .collect();
     assert_eq!(actions, ["list_tasks", "list_tasks"]);
+}
+
+/// A pre-task Propose has no task to name it: the host gets it with the invocation's context,
+/// the only identity it has (NG-3).
+#[test]
+fn a_pre_task_propose_reaches_the_host_with_its_context() {
+    let seen: Arc<Mutex<Vec<Option<String>>>> = Arc::default();
+    let record = Arc::clone(&seen);
+    let host = negotiating_host().on_negotiation(move |r| {
+        record.lock().unwrap().push(r.received.context_id.clone());
+        now(Ok(NegotiationReply::Send {
+            content: r.reply(Performative::Accept, "Accept").unwrap(),
+        }))
+    });
+    let agent = ScriptedAgent::new("a")
+        .then(Plan::BarePropose(Propose::round(1, 2)))
+        .then(Plan::States(vec!["TASK_STATE_COMPLETED"]));
+    let out = run(agent, host, RunConfig::default());
+    assert!(out.result().success, "{:?}", out.result().history);
+    let context = out.requests_to("a", "SendMessage")[0].message().unwrap()["contextId"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    assert_eq!(*seen.lock().unwrap(), [Some(context.clone())]);
+    let request = out.events("negotiation_request")[0];
+    assert_eq!(request["request"]["contextId"], context.as_str());
 }
