@@ -4,12 +4,14 @@
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use a2at_core::OpId;
 use a2at_core::a2at::{NEGOTIATION_T_URI, Performative};
 use a2at_core::host::{MessageContent, NegotiationReply, TaskExecutionResult, codes};
+use a2at_core::io::{Input, Output};
 use a2at_core::run::RunConfig;
 use a2at_tests::agent::{AgentFault, Negotiation, Propose};
 use a2at_tests::host::now;
-use a2at_tests::{Plan, ScriptedAgent, ScriptedHost, SimOutcome, simulate};
+use a2at_tests::{Observed, Plan, ScriptedAgent, ScriptedHost, SimOutcome, simulate};
 use serde_json::json;
 
 /// One step with one subtask for agent `a`.
@@ -112,4 +114,37 @@ fn a_pre_task_propose_reaches_the_host_with_its_context() {
     assert_eq!(*seen.lock().unwrap(), [Some(context.clone())]);
     let request = out.events("negotiation_request")[0];
     assert_eq!(request["request"]["contextId"], context.as_str());
+}
+
+/// Exchanges whose response had ended when the run told the driver to abort them.
+fn aborted_after_their_end(out: &SimOutcome) -> Vec<OpId> {
+    let mut ended = Vec::new();
+    let mut late = Vec::new();
+    for (_, seen) in &out.log {
+        match seen {
+            Observed::Input(Input::ResponseEnd { op }) => ended.push(*op),
+            Observed::Output(Output::AbortTransmit { op }) if ended.contains(op) => late.push(*op),
+            _ => {}
+        }
+    }
+    late
+}
+
+/// An error answer ends its exchange: there is no connection left for the driver to drop.
+#[test]
+fn an_error_answer_that_ended_its_response_is_not_aborted() {
+    let reject = Plan::Reject {
+        status: 400,
+        code: -32602,
+        reason: "INVALID_PARAMS",
+    };
+    for agent in [ScriptedAgent::new("a"), ScriptedAgent::new("a").rest()] {
+        let out = run(
+            agent.by_default(reject.clone()),
+            ScriptedHost::default(),
+            RunConfig::default(),
+        );
+        assert!(!out.result().success);
+        assert_eq!(aborted_after_their_end(&out), []);
+    }
 }
