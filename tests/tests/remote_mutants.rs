@@ -148,3 +148,20 @@ fn an_error_answer_that_ended_its_response_is_not_aborted() {
         assert_eq!(aborted_after_their_end(&out), []);
     }
 }
+
+/// Either half of Negotiation-T metadata makes a bare message a pre-task Propose, to be checked
+/// as one: a context without the content key is an invalid Propose, not an ordinary answer.
+#[test]
+fn a_bare_message_with_half_of_a_propose_is_not_a_completion() {
+    let half = Propose {
+        with_uri_key: false,
+        ..Propose::round(1, 3)
+    };
+    let agent = ScriptedAgent::new("a").by_default(Plan::BarePropose(half));
+    let out = run(agent, negotiating_host(), RunConfig::default());
+    assert_eq!(
+        subtask(&out).error_code.as_deref(),
+        Some(codes::NEGOTIATION_INVALID)
+    );
+    assert!(out.events("negotiation_request").is_empty());
+}
