@@ -165,3 +165,26 @@ fn a_bare_message_with_half_of_a_propose_is_not_a_completion() {
     );
     assert!(out.events("negotiation_request").is_empty());
 }
+
+/// A round is checked against the latest round of its negotiation, not an earlier one: 1, 3,
+/// then 2 regressed (NG-10).
+#[test]
+fn a_round_below_the_latest_one_is_a_regression_even_above_an_earlier_one() {
+    let neg = Negotiation {
+        proposes: vec![
+            Propose::round(1, 5),
+            Propose::round(3, 5),
+            Propose::round(2, 5),
+        ],
+        ..Negotiation::rounds(1, 5)
+    };
+    let agent = ScriptedAgent::new("a").by_default(Plan::Negotiate(neg));
+    let out = run(agent, negotiating_host(), RunConfig::default());
+    let t = subtask(&out);
+    assert_eq!(t.error_code.as_deref(), Some(codes::NEGOTIATION_INVALID));
+    assert!(
+        t.error.as_deref().unwrap().contains("round 3 -> 2"),
+        "{t:?}"
+    );
+    assert_eq!(out.events("negotiation_request").len(), 2);
+}
