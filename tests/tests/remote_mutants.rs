@@ -4,11 +4,11 @@
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use a2at_core::OpId;
 use a2at_core::a2at::{NEGOTIATION_T_URI, Performative};
 use a2at_core::host::{MessageContent, NegotiationReply, TaskExecutionResult, codes};
 use a2at_core::io::{Input, Output};
 use a2at_core::run::RunConfig;
+use a2at_core::{OpId, RetryPolicy};
 use a2at_tests::agent::{AgentFault, Negotiation, Propose};
 use a2at_tests::host::now;
 use a2at_tests::{Observed, Plan, ScriptedAgent, ScriptedHost, SimOutcome, simulate};
@@ -187,4 +187,40 @@ fn a_round_below_the_latest_one_is_a_regression_even_above_an_earlier_one() {
         "{t:?}"
     );
     assert_eq!(out.events("negotiation_request").len(), 2);
+}
+
+/// A stream that ends too early fails with what it delivered: nothing at all, or a task that
+/// never reached a final or interrupted state.
+#[test]
+fn an_early_end_of_a_stream_is_reported_by_what_it_delivered() {
+    let config = RunConfig {
+        retry: RetryPolicy {
+            attempts: 1,
+            ..RetryPolicy::default()
+        },
+        ..RunConfig::default()
+    };
+    let empty = ScriptedAgent::new("a").streaming().by_default(Plan::Empty);
+    let out = run(empty, ScriptedHost::default(), config.clone());
+    let t = subtask(&out);
+    assert_eq!(t.error_code.as_deref(), Some(codes::EMPTY_STREAM), "{t:?}");
+    assert_eq!(
+        t.error.as_deref(),
+        Some("the agent closed the response before any A2A event")
+    );
+
+    // Every stream, the send's and each resubscription's, ends while the task works.
+    let working = ScriptedAgent::new("a")
+        .streaming()
+        .by_default(Plan::States(vec!["TASK_STATE_WORKING"]))
+        .fault_on("SendStreamingMessage", 1, AgentFault::EndAfter(1))
+        .fault_on("SubscribeToTask", 1, AgentFault::EndAfter(1))
+        .fault_on("SubscribeToTask", 2, AgentFault::EndAfter(1));
+    let out = run(working, ScriptedHost::default(), config);
+    let t = subtask(&out);
+    assert_eq!(t.error_code.as_deref(), Some(codes::EMPTY_STREAM), "{t:?}");
+    assert_eq!(
+        t.error.as_deref(),
+        Some("the stream ended before a final or interrupted task state")
+    );
 }
