@@ -6,9 +6,9 @@ use std::time::Duration;
 
 use a2at_core::a2at::{NEGOTIATION_T_URI, Performative};
 use a2at_core::host::{MessageContent, NegotiationReply, TaskExecutionResult, codes};
-use a2at_core::io::{Input, Output};
+use a2at_core::io::{Input, OpPurpose, Output};
 use a2at_core::run::RunConfig;
-use a2at_core::{OpId, RetryPolicy};
+use a2at_core::{OpId, RetryPolicy, Timestamp};
 use a2at_tests::agent::{AgentFault, Negotiation, Propose};
 use a2at_tests::host::now;
 use a2at_tests::{Observed, Plan, ScriptedAgent, ScriptedHost, SimOutcome, simulate};
@@ -223,4 +223,46 @@ fn an_early_end_of_a_stream_is_reported_by_what_it_delivered() {
         t.error.as_deref(),
         Some("the stream ended before a final or interrupted task state")
     );
+}
+
+/// When the budget ends while a reply on a known task is on its way, that exchange is dropped
+/// at once (the task is known and gets its CancelTask); only a send that may still reveal a
+/// task is kept reading.
+#[test]
+fn a_reply_open_at_the_deadline_is_dropped_at_once() {
+    let agent = ScriptedAgent::new("a").by_default(Plan::Negotiate(Negotiation::rounds(1, 3)));
+    let wf = json!({"steps": [{"name": "s", "subtasks": [{"agent": "a", "description": "x"}]}]});
+    let wf = a2at_core::workflow::parse_and_validate(&wf.to_string()).unwrap();
+    let agents = vec![agent];
+    let dir = a2at_tests::directory(&agents);
+    // Each answer takes two seconds: the Propose arrives at 2 s, the reply's answer would at 4 s.
+    let out = a2at_tests::Sim::new(
+        wf,
+        dir,
+        agents,
+        negotiating_host(),
+        budget(3),
+        a2at_core::run::RunStart::default(),
+    )
+    .with_latency(Duration::from_secs(2))
+    .drive_bounded(10_000);
+    assert_eq!(subtask(&out).error_code.as_deref(), Some(codes::TIMEOUT));
+    let reply = out
+        .outputs()
+        .find_map(|o| match o {
+            Output::Transmit(r) if r.purpose == OpPurpose::Reply => Some(r.op),
+            _ => None,
+        })
+        .expect("the reply was sent");
+    let deadline = Timestamp::ZERO.saturating_add(Duration::from_secs(3));
+    let aborted_at: Vec<Timestamp> = out
+        .log
+        .iter()
+        .filter(
+            |(_, o)| matches!(o, Observed::Output(Output::AbortTransmit { op }) if *op == reply),
+        )
+        .map(|(at, _)| *at)
+        .collect();
+    assert_eq!(aborted_at, [deadline]);
+    assert_eq!(out.requests_to("a", "CancelTask").len(), 1);
 }
