@@ -266,3 +266,29 @@ fn a_reply_open_at_the_deadline_is_dropped_at_once() {
     assert_eq!(aborted_at, [deadline]);
     assert_eq!(out.requests_to("a", "CancelTask").len(), 1);
 }
+
+/// A cleanup `CancelTask` that the agent answers with an error is over: the run does not wait
+/// for the cleanup budget, nor is the ended exchange aborted.
+#[test]
+fn a_refused_cleanup_cancel_ends_the_cleanup_at_once() {
+    // Without the host's opt-in the Propose is unsupported, and its task is cancelled.
+    let agent = ScriptedAgent::new("a")
+        .by_default(Plan::Negotiate(Negotiation::rounds(1, 3)))
+        .fault_on(
+            "CancelTask",
+            1,
+            AgentFault::Unavailable { retry_after: None },
+        );
+    let out = run(agent, ScriptedHost::default(), RunConfig::default());
+    assert_eq!(
+        subtask(&out).error_code.as_deref(),
+        Some(codes::UNSUPPORTED_TASK_STATE)
+    );
+    assert_eq!(out.requests_to("a", "CancelTask").len(), 1);
+    assert_eq!(aborted_after_their_end(&out), []);
+    assert!(
+        out.end < Timestamp::ZERO.saturating_add(Duration::from_secs(1)),
+        "the run waited for the cleanup budget: ended at {:?}",
+        out.end
+    );
+}
