@@ -292,3 +292,32 @@ fn a_refused_cleanup_cancel_ends_the_cleanup_at_once() {
         out.end
     );
 }
+
+/// A lookup follows only a task of its own context: an agent that lists another subtask's task
+/// has not shown that this send became a task, so after a restart the message goes again.
+#[test]
+fn a_lookup_never_follows_a_task_of_another_context() {
+    let agent = ScriptedAgent::new("a").listing_every_context().fault_on(
+        "SendMessage",
+        2,
+        AgentFault::RestartBefore,
+    );
+    let wf = json!({"steps": [{"name": "s", "subtasks": [
+        {"agent": "a", "description": "first"}, {"agent": "a", "description": "second"}]}]});
+    let out = simulate(
+        &wf,
+        vec![agent],
+        ScriptedHost::default(),
+        RunConfig::default(),
+    );
+    let r = out.result();
+    assert!(r.success, "{:?}", r.history);
+    assert_eq!(out.requests_to("a", "ListTasks").len(), 1);
+    assert_eq!(out.requests_to("a", "SendMessage").len(), 3);
+    let ids: Vec<_> = r.history.iter().map(|t| t.remote_task_id.clone()).collect();
+    assert_eq!(ids.len(), 2);
+    assert_ne!(ids[0], ids[1], "{:?}", r.history);
+    for t in &r.history {
+        assert_eq!(t.outputs, [json!(format!("done: {}", t.task_description))]);
+    }
+}
