@@ -321,3 +321,27 @@ fn a_lookup_never_follows_a_task_of_another_context() {
         assert_eq!(t.outputs, [json!(format!("done: {}", t.task_description))]);
     }
 }
+
+/// A Stop must say both why (code) and what (reason): either one blank makes it an invalid
+/// answer, not a business failure with a blank code.
+#[test]
+fn a_stop_missing_its_code_or_its_reason_is_invalid() {
+    for (code, reason) in [(" ", "over budget"), ("biz.no_budget", "")] {
+        let host = negotiating_host().on_negotiation(move |_| {
+            now(Ok(NegotiationReply::Stop {
+                code: code.into(),
+                reason: reason.into(),
+            }))
+        });
+        let agent = ScriptedAgent::new("a").by_default(Plan::Negotiate(Negotiation::rounds(1, 3)));
+        let out = run(agent, host, RunConfig::default());
+        assert_eq!(
+            subtask(&out).error_code.as_deref(),
+            Some(codes::NEGOTIATION_INVALID),
+            "{code:?} {reason:?}"
+        );
+        let failed = out.events("negotiation_failed");
+        assert_eq!(failed.len(), 1);
+        assert_eq!(failed[0]["errorType"], codes::NEGOTIATION_INVALID);
+    }
+}
