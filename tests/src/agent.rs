@@ -419,6 +419,8 @@ pub struct ScriptedAgent {
     /// Whether `ListTasks` pages (`pageSize`, `pageToken`, `totalSize`); without it every
     /// matching task comes in one page.
     pub pages_tasks: bool,
+    /// Whether `ListTasks` ignores its `contextId` filter (a misbehaving agent).
+    pub lists_every_context: bool,
 }
 
 /// The Negotiation-T URI, as agents emit it.
@@ -444,6 +446,7 @@ impl ScriptedAgent {
             resubscribable: true,
             lists_tasks: true,
             pages_tasks: false,
+            lists_every_context: false,
         }
     }
 
@@ -465,6 +468,12 @@ impl ScriptedAgent {
     /// `totalSize`).
     pub fn paging(mut self) -> Self {
         self.pages_tasks = true;
+        self
+    }
+
+    /// Answer `ListTasks` with the tasks of every context, whatever its `contextId` filter.
+    pub fn listing_every_context(mut self) -> Self {
+        self.lists_every_context = true;
         self
     }
 
@@ -795,7 +804,9 @@ impl ScriptedAgent {
                 let matching: Vec<Value> = self
                     .tasks
                     .iter()
-                    .filter(|(_, t)| context.is_none_or(|c| c == t.context_id))
+                    .filter(|(_, t)| {
+                        self.lists_every_context || context.is_none_or(|c| c == t.context_id)
+                    })
                     .filter(|(_, t)| status.is_none_or(|s| s == t.state))
                     .map(|(id, t)| task_json(id, t))
                     .collect();
