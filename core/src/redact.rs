@@ -72,7 +72,8 @@ fn mask_pairs(s: &str) -> String {
         {
             ve += 1;
         }
-        let secret_name = st < eq && is_secret_form_name(&url_decode(&s[st..eq]));
+        // A pair without a name (`=v`) has the empty name, which is not secret.
+        let secret_name = is_secret_form_name(&url_decode(&s[st..eq]));
         if ve > vs && (secret_name || carries_credential(&s[vs..ve])) {
             out.push_str(&s[last..vs]);
             out.push_str(MASK);
