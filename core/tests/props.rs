@@ -12,20 +12,6 @@ use serde_json::{Map, Value, json};
 
 const CASES: u32 = 512;
 
-/// Splits `bytes` at the given (unsorted, possibly repeated) cut points.
-fn split<'a>(bytes: &'a [u8], cuts: &[usize]) -> Vec<&'a [u8]> {
-    let mut cuts: Vec<usize> = cuts.iter().map(|c| c % (bytes.len() + 1)).collect();
-    cuts.sort_unstable();
-    let mut out = Vec::new();
-    let mut last = 0;
-    for c in cuts {
-        out.push(&bytes[last..c]);
-        last = c;
-    }
-    out.push(&bytes[last..]);
-    out
-}
-
 fn sse_all(chunks: &[&[u8]], max: usize) -> Vec<SseEvent> {
     let mut d = SseDecoder::new(max);
     let mut out = Vec::new();
@@ -74,14 +60,14 @@ proptest! {
     #[test]
     fn sse_events_do_not_depend_on_chunking(stream in sse_stream(), cuts in proptest::collection::vec(any::<usize>(), 0..12), max in prop_oneof![Just(usize::MAX), 8usize..200]) {
         let whole = sse_all(&[&stream], max);
-        let chunked = sse_all(&split(&stream, &cuts), max);
+        let chunked = sse_all(&common::split_at_cuts(&stream, &cuts), max);
         prop_assert_eq!(whole, chunked);
     }
 
     #[test]
     fn sse_arbitrary_bytes_chunking_and_no_panic(bytes in proptest::collection::vec(any::<u8>(), 0..400), cuts in proptest::collection::vec(any::<usize>(), 0..8), max in 1usize..64) {
         let whole = sse_all(&[&bytes], max);
-        let chunked = sse_all(&split(&bytes, &cuts), max);
+        let chunked = sse_all(&common::split_at_cuts(&bytes, &cuts), max);
         prop_assert_eq!(whole, chunked);
     }
 
@@ -128,7 +114,7 @@ proptest! {
         };
         let whole = run(&[body.as_bytes()]);
         prop_assert_eq!(whole.0, updates.len() + 1);
-        let chunked = run(&split(body.as_bytes(), &cuts));
+        let chunked = run(&common::split_at_cuts(body.as_bytes(), &cuts));
         prop_assert_eq!(whole, chunked);
     }
 
@@ -148,7 +134,7 @@ proptest! {
         let mut out = Vec::new();
         let headers = if ct.is_empty() { vec![] } else { vec![("Content-Type".to_owned(), ct.to_owned())] };
         d.on_head(status, &headers);
-        for c in split(&bytes, &cuts) {
+        for c in common::split_at_cuts(&bytes, &cuts) {
             d.on_body(c, &mut out);
         }
         d.on_end(&mut out);

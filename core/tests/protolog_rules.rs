@@ -3,6 +3,7 @@
 //! label what they leave out.
 
 mod auth_support;
+mod common;
 
 use a2at_core::HttpRequest;
 use a2at_core::auth::LoginRequest;
@@ -470,20 +471,6 @@ fn a_delimiter_split_across_chunks_ends_a_dropped_event_and_spares_the_next() {
 // Properties over arbitrary traffic (PL-3, PL-5)
 // ------------------------------------------------------------------------------------------
 
-/// Cuts `bytes` at the given points (taken modulo its length, in any order).
-fn chunks<'a>(bytes: &'a [u8], cuts: &[usize]) -> Vec<&'a [u8]> {
-    let mut cuts: Vec<usize> = cuts.iter().map(|c| c % (bytes.len() + 1)).collect();
-    cuts.sort_unstable();
-    let mut out = Vec::new();
-    let mut last = 0;
-    for c in cuts {
-        out.push(&bytes[last..c]);
-        last = c;
-    }
-    out.push(&bytes[last..]);
-    out
-}
-
 const SECRET_KEYS: [&str; 8] = [
     "password",
     "access_token",
@@ -525,7 +512,7 @@ proptest! {
         }
         let mut log = sse_log();
         let mut entries = Vec::new();
-        for chunk in chunks(body.as_bytes(), &cuts) {
+        for chunk in common::split_at_cuts(body.as_bytes(), &cuts) {
             entries.extend(log.push(chunk));
         }
         entries.extend(log.finish());

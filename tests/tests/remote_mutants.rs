@@ -4,13 +4,14 @@
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use a2at_core::a2at::{NEGOTIATION_T_URI, Performative};
-use a2at_core::host::{MessageContent, NegotiationReply, TaskExecutionResult, codes};
+use a2at_core::a2at::Performative;
+use a2at_core::host::{NegotiationReply, TaskExecutionResult, codes};
 use a2at_core::io::{Input, OpPurpose, Output};
 use a2at_core::run::RunConfig;
 use a2at_core::{OpId, RetryPolicy, Timestamp};
 use a2at_tests::agent::{AgentFault, Negotiation, Propose};
 use a2at_tests::host::now;
+use a2at_tests::workloads::accepting_host;
 use a2at_tests::{Observed, Plan, ScriptedAgent, ScriptedHost, SimOutcome, simulate};
 use serde_json::json;
 
@@ -31,21 +32,6 @@ fn budget(secs: u64) -> RunConfig {
     }
 }
 
-/// A host that activates Negotiation-T and accepts every Propose.
-fn negotiating_host() -> ScriptedHost {
-    ScriptedHost::default()
-        .on_task(|r| {
-            now(Ok(
-                MessageContent::text(r.instruction.clone()).with_extension(NEGOTIATION_T_URI)
-            ))
-        })
-        .on_negotiation(|r| {
-            now(Ok(NegotiationReply::Send {
-                content: r.reply(Performative::Accept, "Accept").unwrap(),
-            }))
-        })
-}
-
 /// A budget that expires is a negotiation failure once the subtask negotiated, even while it
 /// only waits for the agent after a reply; a subtask that never negotiated reports no
 /// negotiation failure.
@@ -58,7 +44,7 @@ fn a_timeout_is_a_negotiation_failure_exactly_when_the_subtask_negotiated() {
         ..Negotiation::rounds(1, 3)
     };
     let agent = ScriptedAgent::new("a").by_default(Plan::Negotiate(repeating));
-    let out = run(agent, negotiating_host(), budget(3));
+    let out = run(agent, accepting_host(), budget(3));
     assert_eq!(subtask(&out).error_code.as_deref(), Some(codes::TIMEOUT));
     let failed = out.events("negotiation_failed");
     assert_eq!(failed.len(), 1, "{failed:?}");
@@ -96,7 +82,7 @@ fn a_lookup_that_breaks_is_made_again() {
 fn a_pre_task_propose_reaches_the_host_with_its_context() {
     let seen: Arc<Mutex<Vec<Option<String>>>> = Arc::default();
     let record = Arc::clone(&seen);
-    let host = negotiating_host().on_negotiation(move |r| {
+    let host = accepting_host().on_negotiation(move |r| {
         record.lock().unwrap().push(r.received.context_id.clone());
         now(Ok(NegotiationReply::Send {
             content: r.reply(Performative::Accept, "Accept").unwrap(),
@@ -158,7 +144,7 @@ fn a_bare_message_with_half_of_a_propose_is_not_a_completion() {
         ..Propose::round(1, 3)
     };
     let agent = ScriptedAgent::new("a").by_default(Plan::BarePropose(half));
-    let out = run(agent, negotiating_host(), RunConfig::default());
+    let out = run(agent, accepting_host(), RunConfig::default());
     assert_eq!(
         subtask(&out).error_code.as_deref(),
         Some(codes::NEGOTIATION_INVALID)
@@ -179,7 +165,7 @@ fn a_round_below_the_latest_one_is_a_regression_even_above_an_earlier_one() {
         ..Negotiation::rounds(1, 5)
     };
     let agent = ScriptedAgent::new("a").by_default(Plan::Negotiate(neg));
-    let out = run(agent, negotiating_host(), RunConfig::default());
+    let out = run(agent, accepting_host(), RunConfig::default());
     let t = subtask(&out);
     assert_eq!(t.error_code.as_deref(), Some(codes::NEGOTIATION_INVALID));
     assert!(
@@ -240,7 +226,7 @@ fn a_reply_open_at_the_deadline_is_dropped_at_once() {
         wf,
         dir,
         agents,
-        negotiating_host(),
+        accepting_host(),
         budget(3),
         a2at_core::run::RunStart::default(),
     )
@@ -327,7 +313,7 @@ fn a_lookup_never_follows_a_task_of_another_context() {
 #[test]
 fn a_stop_missing_its_code_or_its_reason_is_invalid() {
     for (code, reason) in [(" ", "over budget"), ("biz.no_budget", "")] {
-        let host = negotiating_host().on_negotiation(move |_| {
+        let host = accepting_host().on_negotiation(move |_| {
             now(Ok(NegotiationReply::Stop {
                 code: code.into(),
                 reason: reason.into(),

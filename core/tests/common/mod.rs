@@ -308,3 +308,17 @@ fn to_exchange(request: Vec<u8>, segs: Vec<Vec<u8>>) -> TcpExchange {
         body_pieces,
     }
 }
+
+/// Splits `bytes` at the given (unsorted, possibly repeated) cut points.
+pub fn split_at_cuts<'a>(bytes: &'a [u8], cuts: &[usize]) -> Vec<&'a [u8]> {
+    let mut cuts: Vec<usize> = cuts.iter().map(|c| c % (bytes.len() + 1)).collect();
+    cuts.sort_unstable();
+    let mut out = Vec::new();
+    let mut last = 0;
+    for c in cuts {
+        out.push(&bytes[last..c]);
+        last = c;
+    }
+    out.push(&bytes[last..]);
+    out
+}
