@@ -622,3 +622,18 @@ fn an_encoded_credential_in_an_unlabelled_form_body_is_masked() {
     let logged = render_body(Some("text/plain"), plain.as_bytes(), &LogConfig::default());
     assert_eq!(logged, plain);
 }
+
+/// An empty value has nothing to hide: a secret name with no value is logged as sent, so the log
+/// shows that no credential went out.
+#[test]
+fn a_secret_name_with_an_empty_value_is_logged_empty() {
+    let body = "token=&note=x&password=";
+    let logged = render_body(Some("text/plain"), body.as_bytes(), &LogConfig::default());
+    assert_eq!(logged, body);
+    let logged = render_body(
+        Some("text/plain"),
+        b"token=abc&password=",
+        &LogConfig::default(),
+    );
+    assert_eq!(logged, "token=***&password=");
+}
