@@ -188,10 +188,10 @@ pub fn pretty_json(text: &str) -> String {
                 continue;
             }
             b'{' | b'[' => {
-                if let Some(j) = empty_container_end(b, i) {
+                if let Some(len) = empty_container_len(b, i) {
                     out.push(c as char);
-                    out.push(b[j] as char);
-                    i = j + 1;
+                    out.push(b[i + len] as char);
+                    i += len + 1;
                     continue;
                 }
                 out.push(c as char);
@@ -225,14 +225,15 @@ pub fn pretty_json(text: &str) -> String {
     out
 }
 
-/// Where the container opened at `open` closes, when only whitespace lies between (`{}`,
-/// `[ ]`): such a container is printed on one line.
-fn empty_container_end(b: &[u8], open: usize) -> Option<usize> {
+/// How far after `open` the container opened there closes, when only whitespace lies between
+/// (`{}`, `[ ]`): such a container is printed on one line. A distance, not an index, so the
+/// caller's scan always moves forward.
+fn empty_container_len(b: &[u8], open: usize) -> Option<usize> {
     let mut j = open + 1;
     while j < b.len() && is_ws(b[j]) {
         j += 1;
     }
-    (j < b.len() && matches!(b[j], b'}' | b']')).then_some(j)
+    (j < b.len() && matches!(b[j], b'}' | b']')).then_some(j - open)
 }
 
 fn cap(text: String, cfg: &LogConfig) -> String {
