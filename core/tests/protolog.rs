@@ -1,35 +1,14 @@
 //! Protocol log redaction (features.md §1.17 PL), including the secret-planting test.
 
-use a2at_core::a2a::HttpMethod;
+mod auth_support;
+
+use a2at_core::HttpRequest;
 use a2at_core::auth::*;
-use a2at_core::io::{Correlation, OpPurpose};
 use a2at_core::protolog::*;
-use a2at_core::{HttpRequest, OpId};
 use serde_json::json;
 
 fn req(headers: Vec<(&str, &str)>, body: &str) -> HttpRequest {
-    HttpRequest {
-        op: OpId(7),
-        agent: "agentA".into(),
-        purpose: OpPurpose::Send,
-        method: HttpMethod::Post,
-        url: "https://agent.example/rpc".into(),
-        headers: headers
-            .into_iter()
-            .map(|(k, v)| (k.to_owned(), v.to_owned()))
-            .collect(),
-        body: body.as_bytes().to_vec(),
-        streaming: false,
-        http2: false,
-        correlation: std::sync::Arc::new(Correlation {
-            execution_id: "exec-1".into(),
-            step: "step-1".into(),
-            subtask_index: 2,
-            logical_task_id: "ltask-9".into(),
-            context_id: "ctx-3".into(),
-            remote_task_id: Some("rtask-4".into()),
-        }),
-    }
+    auth_support::logged_request(7, &headers, body)
 }
 
 #[test]

@@ -7,28 +7,12 @@ mod common;
 
 use a2at_core::HttpRequest;
 use a2at_core::auth::LoginRequest;
-use a2at_core::io::Correlation;
 use a2at_core::protolog::*;
 use proptest::prelude::*;
 use serde_json::{Value, json};
 
 fn request(headers: &[(&str, &str)], body: &str) -> HttpRequest {
-    let mut r = auth_support::request_to("https://agent.example/rpc");
-    r.agent = "agentA".into();
-    r.headers = headers
-        .iter()
-        .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
-        .collect();
-    r.body = body.as_bytes().to_vec();
-    r.correlation = std::sync::Arc::new(Correlation {
-        execution_id: "exec-1".into(),
-        step: "step-1".into(),
-        subtask_index: 2,
-        logical_task_id: "ltask-9".into(),
-        context_id: "ctx-3".into(),
-        remote_task_id: Some("rtask-4".into()),
-    });
-    r
+    auth_support::logged_request(1, headers, body)
 }
 
 fn ctx() -> LogContext {

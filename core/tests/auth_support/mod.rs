@@ -1,11 +1,11 @@
-//! Fixtures shared by the authentication tests: a dummy credential key, cards, credential
-//! files and a plain request to authenticate.
+//! Fixtures shared by the authentication and protocol-log tests: a dummy credential key, cards,
+//! credential files, a plain request to authenticate and a request as the log sees it.
 #![allow(dead_code)]
 
 use a2at_core::a2a::HttpMethod;
 use a2at_core::a2a::card::AgentCard;
 use a2at_core::auth::{CredentialKey, CredentialsConfig};
-use a2at_core::io::OpPurpose;
+use a2at_core::io::{Correlation, OpPurpose};
 use a2at_core::{HttpRequest, OpId};
 use serde_json::Value;
 
@@ -41,4 +41,26 @@ pub fn request_to(url: &str) -> HttpRequest {
         http2: false,
         correlation: Default::default(),
     }
+}
+
+/// A send of `body` with `headers`, from agent `agentA`, numbered `op`, with every correlation
+/// field set: what the protocol log is given.
+pub fn logged_request(op: u64, headers: &[(&str, &str)], body: &str) -> HttpRequest {
+    let mut r = request_to("https://agent.example/rpc");
+    r.op = OpId(op);
+    r.agent = "agentA".into();
+    r.headers = headers
+        .iter()
+        .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+        .collect();
+    r.body = body.as_bytes().to_vec();
+    r.correlation = std::sync::Arc::new(Correlation {
+        execution_id: "exec-1".into(),
+        step: "step-1".into(),
+        subtask_index: 2,
+        logical_task_id: "ltask-9".into(),
+        context_id: "ctx-3".into(),
+        remote_task_id: Some("rtask-4".into()),
+    });
+    r
 }
