@@ -178,8 +178,10 @@ pub fn pretty_json(text: &str) -> String {
         }
     };
     let mut i = 0;
-    while i < b.len() {
-        let c = b[i];
+    // Every round consumes at least one byte, so the text's length bounds the rounds: a slip in
+    // the scan could print a wrong layout, never loop or grow the output without end.
+    for _ in 0..b.len() {
+        let Some(&c) = b.get(i) else { break };
         match c {
             b'"' => {
                 let e = string_end(b, i).unwrap_or(b.len());
