@@ -21,7 +21,8 @@ pub struct RunConfig {
     pub callback_budget: Duration,
     /// Delay between `GetTask` observations of a waiting task (default 250 ms).
     pub poll_interval: Duration,
-    /// Budget of each `CancelTask` cleanup exchange (default 5 s).
+    /// Budget of each cleanup exchange after a subtask ended: a `CancelTask`, or a send or
+    /// `ListTasks` lookup read only for the task id to cancel (default 5 s).
     pub cancel_budget: Duration,
     /// Local negotiation exchanges allowed per task (default 3).
     pub max_negotiation_exchanges: u32,

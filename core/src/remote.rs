@@ -171,6 +171,9 @@ pub(crate) struct Invocation {
     /// The pending lookup follows a restart of the engine: finding no task resends the last
     /// message instead of failing (the agent can de-duplicate it by its `messageId`).
     resend_if_not_found: bool,
+    /// A send may have been processed without its answer arriving, and no lookup has been
+    /// opened for it since: ending now owes the agent a cleanup lookup.
+    unconfirmed_send: bool,
 }
 
 impl Invocation {
@@ -233,6 +236,7 @@ impl Invocation {
             attempts: Attempts::default(),
             lookup_failure: None,
             resend_if_not_found: false,
+            unconfirmed_send: false,
         }
     }
 
@@ -329,11 +333,7 @@ impl Invocation {
             Recovery::Observe => self.observe_again(env).map(|_| None),
             Recovery::Lookup => {
                 let context_id = self.context_id.clone();
-                let call = A2aCall::ListTasks {
-                    context_id: &context_id,
-                    page_size: Some(10),
-                };
-                self.transmit(&call, OpPurpose::Lookup, &[], env)
+                self.transmit(&lookup_call(&context_id), OpPurpose::Lookup, &[], env)
                     .map(|_| None)
             }
         };
@@ -371,6 +371,11 @@ impl Invocation {
     /// policy or the budget is used up.
     fn recover(&mut self, fault: Fault, failure: Failure, env: &mut Env<'_>) -> Step {
         let recovery = self.recovery_for(&fault);
+        if recovery == Some(Recovery::Lookup)
+            && matches!(self.exchange_purpose, OpPurpose::Send | OpPurpose::Reply)
+        {
+            self.unconfirmed_send = true;
+        }
         let ambiguous = self.ambiguous_after_restart(&failure);
         let failure = self.original_failure(failure);
         let Some(recovery) = recovery else {
@@ -641,16 +646,18 @@ impl Invocation {
         extensions: &[String],
         env: &mut Env<'_>,
     ) -> Result<(), Failure> {
-        let correlation = self.correlation(env);
-        let op = try_open_exchange(
-            env,
-            self.key,
-            &self.request.agent_name,
-            correlation,
-            call,
-            purpose,
-            extensions,
-        )?;
+        let target = ExchangeFor {
+            owner: self.key,
+            agent_name: &self.request.agent_name,
+            correlation: self.correlation(env),
+            cleanup: false,
+        };
+        let op = try_open_exchange(env, target, call, purpose, extensions)?;
+        if purpose == OpPurpose::Lookup {
+            // From here the lookup answers, or is kept reading as a cleanup if the invocation
+            // ends first.
+            self.unconfirmed_send = false;
+        }
         self.phase = Phase::Exchanging(op);
         self.exchange_kind = call.kind();
         self.exchange_purpose = purpose;
@@ -658,25 +665,17 @@ impl Invocation {
         Ok(())
     }
 
-    /// Encodes `call` for the agent's endpoint, registers its decoder and asks the driver to
-    /// transmit it. `None` when the agent has no card.
-    fn open_exchange(
-        &self,
-        call: &A2aCall<'_>,
-        purpose: OpPurpose,
-        extensions: &[String],
-        env: &mut Env<'_>,
-    ) -> Option<OpId> {
+    /// Opens a cleanup exchange of this finished invocation (see [`open_cleanup_exchange`]).
+    fn open_cleanup(&self, call: &A2aCall<'_>, purpose: OpPurpose, env: &mut Env<'_>) {
         let correlation = self.correlation(env);
-        open_exchange(
+        open_cleanup_exchange(
             env,
             self.key,
             &self.request.agent_name,
             correlation,
             call,
             purpose,
-            extensions,
-        )
+        );
     }
 
     fn correlation(&self, env: &Env<'_>) -> Arc<Correlation> {
@@ -1359,14 +1358,17 @@ impl Invocation {
             | Phase::AnsweringInput(call)
             | Phase::Negotiating { call, .. } => env.ctx.abandon_call(call),
             Phase::Exchanging(op) => {
-                let orphan =
-                    self.remote_task_id.is_none()
-                        && env.ctx.ops.get(&op).is_some_and(|e| {
-                            matches!(e.purpose, OpPurpose::Send | OpPurpose::Reply)
-                        });
+                let orphan = self.remote_task_id.is_none()
+                    && env.ctx.ops.get(&op).is_some_and(|e| {
+                        matches!(
+                            e.purpose,
+                            OpPurpose::Send | OpPurpose::Reply | OpPurpose::Lookup
+                        )
+                    });
                 if orphan {
-                    // The agent may still create a task for this send: keep reading, so a task id
-                    // that arrives late is cancelled instead of left running (TO-3).
+                    // The agent may still create a task for this send, or the lookup may still
+                    // name the one a lost send created: keep reading, so that task is cancelled
+                    // instead of left running (TO-3).
                     if let Some(entry) = env.ctx.ops.get_mut(&op) {
                         entry.orphan = true;
                     }
@@ -1382,17 +1384,30 @@ impl Invocation {
         env.ctx.clear_timer(TimerKey::Poll(self.key));
         env.ctx.clear_timer(TimerKey::Retry(self.key));
         let final_state = self.last_state.is_some_and(|s| s.is_terminal());
-        if let (Some(task_id), false) = (self.remote_task_id.clone(), final_state) {
-            self.cleanup_cancel(&task_id, env);
+        match (self.remote_task_id.clone(), final_state) {
+            (Some(task_id), false) => {
+                self.open_cleanup(
+                    &A2aCall::CancelTask { task_id: &task_id },
+                    OpPurpose::Cancel,
+                    env,
+                );
+            }
+            (None, _) if std::mem::take(&mut self.unconfirmed_send) => {
+                // A send the agent may have processed was never looked up: look it up now, so
+                // the task it may have created is found and cancelled (TO-3).
+                let context_id = self.context_id.clone();
+                self.open_cleanup(&lookup_call(&context_id), OpPurpose::Lookup, env);
+            }
+            _ => {}
         }
     }
+}
 
-    fn cleanup_cancel(&mut self, task_id: &str, env: &mut Env<'_>) {
-        let call = A2aCall::CancelTask { task_id };
-        if let Some(op) = self.open_exchange(&call, OpPurpose::Cancel, &[], env) {
-            let at = env.ctx.now.saturating_add(env.config.cancel_budget);
-            env.ctx.set_timer(TimerKey::Cleanup(op), at);
-        }
+/// The `ListTasks` call that finds the task a send of this context created.
+fn lookup_call(context_id: &str) -> A2aCall<'_> {
+    A2aCall::ListTasks {
+        context_id,
+        page_size: Some(10),
     }
 }
 
@@ -1473,93 +1488,113 @@ pub(crate) fn forget_exchange(op: OpId, ctx: &mut Ctx) {
     ctx.clear_timer(TimerKey::Cleanup(op));
 }
 
-/// A send its invocation gave up on: the first sign of a remote task that is not final gets
-/// that task cancelled; the exchange is then closed.
+/// An exchange its invocation gave up on before learning the task id: a send, whose first
+/// sign of a task names it, or a lookup, whose first listed task of the invocation's context is
+/// the one a lost send created. That task gets cancelled unless it is already final; the
+/// exchange is then closed.
 fn on_orphan_items(op: OpId, items: &[ResponseItem], env: &mut Env<'_>) {
+    let Some(entry) = env.ctx.ops.get(&op) else {
+        return;
+    };
+    let (owner, purpose, agent) = (entry.owner, entry.purpose, entry.agent.clone());
+    let mut correlation = Correlation::clone(&entry.correlation);
     for item in items {
         let ResponseItem::Event(event) = item else {
             forget_exchange(op, env.ctx);
             return;
         };
         let (task_id, state) = match event {
-            StreamResponse::Task(t) => (t.id.clone(), Some(t.status.state)),
+            StreamResponse::Task(t) => {
+                // A lookup lists tasks by context, but an agent may list others too.
+                let ours = t.context_id.as_deref() == Some(correlation.context_id.as_str());
+                if purpose == OpPurpose::Lookup && !ours {
+                    continue;
+                }
+                (t.id.clone(), Some(t.status.state))
+            }
             StreamResponse::StatusUpdate(u) => (u.task_id.clone(), Some(u.status.state)),
             StreamResponse::ArtifactUpdate(u) => (u.task_id.clone(), None),
             StreamResponse::Message(_) => continue,
         };
-        let Some(entry) = env.ctx.ops.get(&op) else {
-            return;
-        };
-        let (owner, agent) = (entry.owner, entry.agent.clone());
-        let mut correlation = Correlation::clone(&entry.correlation);
         env.ctx.abort_op(op);
         if state.is_some_and(|s| s.is_terminal()) || task_id.trim().is_empty() {
             return;
         }
         correlation.remote_task_id = Some(task_id.clone());
         let call = A2aCall::CancelTask { task_id: &task_id };
-        if let Some(cancel) = open_exchange(
+        open_cleanup_exchange(
             env,
             owner,
             &agent,
             Arc::new(correlation),
             &call,
             OpPurpose::Cancel,
-            &[],
-        ) {
-            let at = env.ctx.now.saturating_add(env.config.cancel_budget);
-            env.ctx.set_timer(TimerKey::Cleanup(cancel), at);
-        }
+        );
         return;
     }
 }
 
-/// Encodes `call` for `agent`'s endpoint, registers its decoder under `owner` and asks the driver
-/// to transmit it. `None` when the agent has no card or the call cannot be encoded.
-pub(crate) fn open_exchange(
+/// Who an exchange is for.
+struct ExchangeFor<'a> {
+    owner: TaskKey,
+    agent_name: &'a str,
+    correlation: Arc<Correlation>,
+    /// Opened after its owner finished, to clean up: bounded by the cleanup budget instead of
+    /// the owner's task budget, and settled without the owner.
+    cleanup: bool,
+}
+
+/// Opens a cleanup exchange for `owner`, which has finished: a `CancelTask`, or a lookup read
+/// only to cancel the task it finds. It ends at the latest when the cleanup budget runs out.
+/// Nothing is opened when the agent has no card or the call cannot be encoded: cleanup is best
+/// effort.
+pub(crate) fn open_cleanup_exchange(
     env: &mut Env<'_>,
     owner: TaskKey,
     agent_name: &str,
     correlation: Arc<Correlation>,
     call: &A2aCall<'_>,
     purpose: OpPurpose,
-    extensions: &[String],
-) -> Option<OpId> {
-    try_open_exchange(
-        env,
+) {
+    let target = ExchangeFor {
         owner,
         agent_name,
         correlation,
-        call,
-        purpose,
-        extensions,
-    )
-    .ok()
+        cleanup: true,
+    };
+    if let Ok(op) = try_open_exchange(env, target, call, purpose, &[]) {
+        let at = env.ctx.now.saturating_add(env.config.cancel_budget);
+        env.ctx.set_timer(TimerKey::Cleanup(op), at);
+    }
 }
 
-/// [`open_exchange`] with the reason it opened nothing: no card for the agent
+/// Encodes `call` for the agent's endpoint, registers its decoder and asks the driver to
+/// transmit it; fails with the reason it opened nothing: no card for the agent
 /// (`workflow.agent_not_found`), or a message the binding cannot carry
 /// (`workflow.invalid_content`).
 ///
 /// The time left for the exchange travels with it (gRPC sends it as `grpc-timeout`): the
-/// cleanup budget for a `CancelTask` cleanup, otherwise what is left of the owner's task
-/// budget.
+/// cleanup budget for a cleanup exchange, otherwise what is left of the owner's task budget.
 fn try_open_exchange(
     env: &mut Env<'_>,
-    owner: TaskKey,
-    agent_name: &str,
-    correlation: Arc<Correlation>,
+    target: ExchangeFor<'_>,
     call: &A2aCall<'_>,
     purpose: OpPurpose,
     extensions: &[String],
 ) -> Result<OpId, Failure> {
+    let ExchangeFor {
+        owner,
+        agent_name,
+        correlation,
+        cleanup,
+    } = target;
     let agent = env.agents.get(agent_name).ok_or_else(|| {
         Failure::new(
             codes::AGENT_NOT_FOUND,
             format!("Agent not found: {agent_name}"),
         )
     })?;
-    let timeout = if purpose == OpPurpose::Cancel {
+    let timeout = if cleanup {
         Some(env.config.cancel_budget)
     } else {
         env.ctx
@@ -1588,7 +1623,9 @@ fn try_open_exchange(
             decoder,
             agent: agent_name.to_owned(),
             correlation,
-            orphan: false,
+            // A cleanup CancelTask is settled by its purpose; any other cleanup exchange is
+            // read only for the task it names.
+            orphan: cleanup && purpose != OpPurpose::Cancel,
         }),
     );
     env.ctx.push(Output::Transmit(request));

@@ -5,9 +5,11 @@ use std::time::Duration;
 
 use a2at_core::RetryPolicy;
 use a2at_core::host::{TaskStatus, codes};
-use a2at_core::run::RunConfig;
+use a2at_core::io::OpPurpose;
+use a2at_core::run::{RunConfig, RunStart};
+use a2at_core::workflow::parse_and_validate;
 use a2at_tests::agent::AgentFault;
-use a2at_tests::{Plan, ScriptedAgent, ScriptedHost, SimOutcome, simulate};
+use a2at_tests::{Plan, ScriptedAgent, ScriptedHost, Sim, SimOutcome, directory, simulate};
 use serde_json::{Value, json};
 
 fn run(agent: ScriptedAgent, config: RunConfig) -> SimOutcome {
@@ -572,4 +574,166 @@ fn a_lost_answer_without_a_restart_still_fails_when_the_lookup_finds_nothing() {
     assert_eq!(out.requests_to("a", "SendMessage").len(), 1);
     assert_eq!(out.requests_to("a", "ListTasks").len(), 1);
     assert!(!out.result().success);
+}
+
+/// The one-subtask workflow of [`run`], the host cancelling the run at `cancel_at`.
+fn run_cancelled_at(agent: ScriptedAgent, config: RunConfig, cancel_at: Duration) -> SimOutcome {
+    let wf = json!({"steps": [{"name": "s", "subtasks": [{"agent": "a", "description": "x"}]}]});
+    let wf = parse_and_validate(&wf.to_string()).expect("valid workflow");
+    let dir = directory(std::slice::from_ref(&agent));
+    Sim::new(
+        wf,
+        dir,
+        vec![agent],
+        ScriptedHost::default(),
+        config,
+        RunStart::default(),
+    )
+    .cancel_at(cancel_at)
+    .drive_bounded(100_000)
+}
+
+/// An agent that processes the first send, creating a task that keeps working, and loses its
+/// answer.
+fn losing_the_first_answer() -> ScriptedAgent {
+    ScriptedAgent::new("a")
+        .by_default(Plan::States(vec!["TASK_STATE_WORKING"]))
+        .fault_on("SendMessage", 1, AgentFault::Reset)
+}
+
+fn retrying_after(delay: Duration) -> RunConfig {
+    RunConfig {
+        retry: RetryPolicy {
+            attempts: 3,
+            base_delay: delay,
+            max_delay: delay,
+        },
+        ..RunConfig::default()
+    }
+}
+
+/// The task the lost send created was found by the one lookup and cancelled: nothing is left
+/// running on the agent (TO-3).
+fn assert_found_once_and_cancelled(out: &SimOutcome) {
+    assert_eq!(out.requests_to("a", "SendMessage").len(), 1);
+    assert_eq!(out.requests_to("a", "ListTasks").len(), 1);
+    assert_eq!(out.requests_to("a", "CancelTask").len(), 1);
+    assert!(
+        out.agents["a"].open_tasks().is_empty(),
+        "{:?}",
+        out.agents["a"].open_tasks()
+    );
+}
+
+#[test]
+fn a_run_cancelled_while_waiting_to_look_up_a_lost_send_still_cancels_its_task() {
+    // The lookup would start half a second to a second after the reset; the run is cancelled
+    // before that, so the lookup is made as cleanup.
+    // Over gRPC both cleanup calls tell the agent the cleanup budget, not the task's.
+    for grpc in [false, true] {
+        let agent = losing_the_first_answer();
+        let agent = if grpc { agent.grpc() } else { agent };
+        let config = RunConfig {
+            task_budget: Duration::from_secs(60),
+            cancel_budget: Duration::from_secs(5),
+            ..retrying_after(Duration::from_secs(1))
+        };
+        let out = run_cancelled_at(agent, config, Duration::from_millis(100));
+        assert_eq!(out.result().history[0].status, TaskStatus::Cancelled);
+        assert_found_once_and_cancelled(&out);
+        let lookup = &out.requests_to("a", "ListTasks")[0];
+        let cancel = &out.requests_to("a", "CancelTask")[0];
+        assert_eq!(lookup.purpose, OpPurpose::Lookup);
+        assert_eq!(cancel.purpose, OpPurpose::Cancel);
+        let budget = grpc.then_some("5000000u");
+        assert_eq!(lookup.header("grpc-timeout"), budget, "{grpc}");
+        assert_eq!(cancel.header("grpc-timeout"), budget, "{grpc}");
+    }
+}
+
+#[test]
+fn a_run_cancelled_while_a_lookup_is_on_its_way_reads_it_and_cancels_the_task_it_names() {
+    // With 300 ms of latency the reset arrives at 300 ms, the lookup leaves 50 to 100 ms later
+    // and its answer arrives after the cancel at 500 ms: it is read, not dropped, and no second
+    // lookup is made.
+    let config = retrying_after(Duration::from_millis(100));
+    let wf = json!({"steps": [{"name": "s", "subtasks": [{"agent": "a", "description": "x"}]}]});
+    let wf = parse_and_validate(&wf.to_string()).expect("valid workflow");
+    let agent = losing_the_first_answer();
+    let dir = directory(std::slice::from_ref(&agent));
+    let out = Sim::new(
+        wf,
+        dir,
+        vec![agent],
+        ScriptedHost::default(),
+        config,
+        RunStart::default(),
+    )
+    .with_latency(Duration::from_millis(300))
+    .cancel_at(Duration::from_millis(500))
+    .drive_bounded(100_000);
+    assert_eq!(out.result().history[0].status, TaskStatus::Cancelled);
+    assert_found_once_and_cancelled(&out);
+}
+
+#[test]
+fn a_lost_send_that_is_not_retried_is_still_looked_up_to_cancel_its_task() {
+    // Without retries the subtask fails with the send's own fault at once; the lookup is made
+    // as cleanup all the same.
+    let config = RunConfig {
+        retry: RetryPolicy {
+            attempts: 0,
+            ..RetryPolicy::default()
+        },
+        ..RunConfig::default()
+    };
+    let out = run(losing_the_first_answer(), config);
+    let t = &out.result().history[0];
+    assert_eq!(t.error_code.as_deref(), Some(codes::REMOTE_NO_RESPONSE));
+    assert!(out.events("agent_retry").is_empty());
+    assert_found_once_and_cancelled(&out);
+}
+
+#[test]
+fn a_cleanup_lookup_leaves_a_task_that_is_already_final_alone() {
+    let agent = ScriptedAgent::new("a").fault_on("SendMessage", 1, AgentFault::Reset);
+    let config = RunConfig {
+        retry: RetryPolicy {
+            attempts: 0,
+            ..RetryPolicy::default()
+        },
+        ..RunConfig::default()
+    };
+    let out = run(agent, config);
+    assert!(!out.result().success);
+    assert_eq!(out.requests_to("a", "ListTasks").len(), 1);
+    assert_eq!(out.requests_to("a", "CancelTask").len(), 0);
+}
+
+#[test]
+fn a_cleanup_lookup_cancels_the_task_of_its_own_context_only() {
+    // Two subtasks on one agent that lists every context's tasks, the other subtask's first:
+    // the lost send's cleanup must cancel its own task, not the first one listed.
+    let wf = json!({"steps": [{"name": "s", "subtasks": [
+        {"agent": "a", "description": "x"}, {"agent": "a", "description": "y"}]}]});
+    let agent = ScriptedAgent::new("a")
+        .listing_every_context()
+        .by_default(Plan::States(vec!["TASK_STATE_WORKING"]))
+        .fault_on("SendMessage", 2, AgentFault::Reset);
+    let config = RunConfig {
+        retry: RetryPolicy {
+            attempts: 0,
+            ..RetryPolicy::default()
+        },
+        task_budget: Duration::from_secs(5),
+        ..RunConfig::default()
+    };
+    let out = simulate(&wf, vec![agent], ScriptedHost::default(), config);
+    assert!(!out.result().success);
+    assert_eq!(out.requests_to("a", "ListTasks").len(), 1);
+    assert!(
+        out.agents["a"].open_tasks().is_empty(),
+        "{:?}",
+        out.agents["a"].open_tasks()
+    );
 }

@@ -972,6 +972,31 @@ fn a_late_task_that_is_already_final_or_has_no_id_is_not_cancelled() {
 }
 
 #[test]
+fn a_late_task_naming_another_context_is_cancelled_all_the_same() {
+    // The orphaned send created it, whatever context the agent claims: left alone it would run
+    // on with nobody waiting for it.
+    let late = json!({"task": {"id": "$TASK", "contextId": "elsewhere",
+        "status": {"state": "TASK_STATE_WORKING"}}});
+    let agent = ScriptedAgent::new("late").by_default(Plan::Delayed(
+        Duration::from_secs(2),
+        Box::new(Plan::Events(vec![late])),
+    ));
+    let wf = json!({"steps": [{"name": "s", "subtasks": [{"agent": "late", "description": "x"}]}]});
+    let config = RunConfig {
+        task_budget: Duration::from_secs(1),
+        cancel_budget: Duration::from_secs(5),
+        ..RunConfig::default()
+    };
+    let out = run_with(wf, vec![agent], ScriptedHost::default(), config);
+    assert_eq!(
+        out.result().history[0].error_code.as_deref(),
+        Some(codes::TIMEOUT)
+    );
+    assert_eq!(out.requests_to("late", "CancelTask").len(), 1);
+    assert_eq!(out.requests_to("late", "ListTasks").len(), 0);
+}
+
+#[test]
 fn an_orphaned_send_that_never_answers_is_dropped_at_the_cleanup_budget() {
     let agent = ScriptedAgent::new("mute").by_default(Plan::Hang);
     let wf = json!({"steps": [{"name": "s", "subtasks": [{"agent": "mute", "description": "x"}]}]});
