@@ -340,8 +340,11 @@ fn a_refused_connection_is_resent_until_the_attempts_are_used_up() {
             (3, "transport.connect", "resend")
         ]
     );
-    // Nothing reached the agent, so the same message was tried four times and nothing cancelled.
+    // Nothing reached the agent, so the same message was tried four times, nothing was looked
+    // up and nothing cancelled.
     assert_eq!(out.requests_to("a", "SendMessage").len(), 4);
+    assert_eq!(out.requests_to("a", "ListTasks").len(), 0);
+    assert_eq!(out.requests_to("a", "CancelTask").len(), 0);
     assert_eq!(
         message_id(&out, "SendMessage", 0),
         message_id(&out, "SendMessage", 3)
@@ -736,4 +739,18 @@ fn a_cleanup_lookup_cancels_the_task_of_its_own_context_only() {
         "{:?}",
         out.agents["a"].open_tasks()
     );
+}
+
+#[test]
+fn a_send_the_agent_answered_with_an_error_is_not_looked_up() {
+    // The agent answered: it said the message made no task, so there is nothing to find.
+    let agent = ScriptedAgent::new("a").by_default(Plan::Reject {
+        status: 400,
+        code: -32602,
+        reason: "INVALID_PARAMS",
+    });
+    let out = run(agent, RunConfig::default());
+    assert!(!out.result().success);
+    assert_eq!(out.requests_to("a", "SendMessage").len(), 1);
+    assert_eq!(out.requests_to("a", "ListTasks").len(), 0);
 }
