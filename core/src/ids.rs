@@ -168,7 +168,9 @@ fn uuid_text(hi: u64, lo: u64) -> String {
         out[at] = HEX[((word >> shift) & 0xF) as usize];
         at += 1;
     }
-    out.iter().map(|&b| char::from(b)).collect()
+    // Only ASCII was written, so the text is valid UTF-8; the check costs less than building the
+    // string char by char.
+    String::from_utf8(out.to_vec()).unwrap_or_default()
 }
 
 #[cfg(test)]
