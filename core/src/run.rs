@@ -98,7 +98,8 @@ struct StepState {
 #[derive(Debug)]
 enum Slot {
     Remote(Box<Invocation>),
-    Local(CallId),
+    /// A local task: the host's call, and the task id its result carries.
+    Local(CallId, String),
 }
 
 /// Where one step is, in a [`RunProgress`].
@@ -731,10 +732,9 @@ impl Run {
                 step: id,
                 subtask: i as u32,
             };
-            let task_id = task_uuid(&self.ctx.execution_id, &step.name, i as u32);
             let request = TaskRequest {
                 execution_id: self.ctx.execution_id.clone(),
-                task_id: task_id.clone(),
+                task_id: task_uuid(&self.ctx.execution_id, &step.name, i as u32),
                 step_name: step.name.clone(),
                 subtask_index: i as u32,
                 agent_name: sub.agent.clone(),
@@ -751,7 +751,8 @@ impl Run {
             };
             emit_deferred!(self.ctx, EventType::TaskRequest, {
                 let workflow = Arc::clone(&workflow);
-                let (task_id, execution_id) = (task_id.clone(), self.ctx.execution_id.clone());
+                let task_id = request.task_id.clone();
+                let execution_id = self.ctx.execution_id.clone();
                 move || {
                     let step = workflow.step(key.step);
                     let sub = &step.subtasks[key.subtask as usize];
@@ -773,11 +774,12 @@ impl Run {
                 let call = self.ctx.new_call(CallOwner::SelfTask(key));
                 let deadline = self.ctx.now.saturating_add(self.config.callback_budget);
                 self.ctx.set_timer(TimerKey::TaskDeadline(key), deadline);
+                self.slots
+                    .insert(key, Slot::Local(call, request.task_id.clone()));
                 self.ctx.push(Output::CallHost {
                     call,
                     request: HostRequest::SelfTask(request),
                 });
-                self.slots.insert(key, Slot::Local(call));
             } else {
                 let mut env = Env {
                     ctx: &mut self.ctx,
@@ -793,9 +795,11 @@ impl Run {
         }
     }
 
+    /// The result of a local task; `task_id` is the one its slot kept.
     fn local_result(
         &self,
         key: TaskKey,
+        task_id: String,
         outcome: Result<Vec<Value>, (String, String)>,
         status: TaskStatus,
     ) -> Arc<TaskExecutionResult> {
@@ -810,7 +814,7 @@ impl Run {
             subtask_index: key.subtask,
             agent_name: sub.agent.clone(),
             skill: sub.skill.clone(),
-            task_id: task_uuid(&self.ctx.execution_id, &step.name, key.subtask),
+            task_id,
             task_description: sub.description.clone(),
             status,
             outputs,
@@ -833,12 +837,13 @@ impl Run {
                 };
                 inv.cancel(reason, &mut env)
             }
-            Some(Slot::Local(call)) => {
-                let call = *call;
+            Some(Slot::Local(call, task_id)) => {
+                let (call, task_id) = (*call, std::mem::take(task_id));
                 self.ctx.abandon_call(call);
                 self.ctx.clear_timer(TimerKey::TaskDeadline(key));
                 Some(self.local_result(
                     key,
+                    task_id,
                     Err((codes::CANCELLED.into(), reason.into())),
                     TaskStatus::Cancelled,
                 ))
@@ -1197,12 +1202,16 @@ impl Run {
             }
             (CallOwner::SelfTask(key), HostReply::SelfTask(answer)) => {
                 self.ctx.clear_timer(TimerKey::TaskDeadline(key));
+                // A live call always has its task's slot.
+                let Some(Slot::Local(_, task_id)) = self.slots.remove(&key) else {
+                    return Ok(());
+                };
                 let result = match answer {
                     Ok(TaskResult::Success { outputs }) => {
-                        self.local_result(key, Ok(outputs), TaskStatus::Success)
+                        self.local_result(key, task_id, Ok(outputs), TaskStatus::Success)
                     }
                     Ok(TaskResult::Failure { code, message }) => {
-                        self.local_result(key, Err((code, message)), TaskStatus::Failed)
+                        self.local_result(key, task_id, Err((code, message)), TaskStatus::Failed)
                     }
                     Err(e) => {
                         let code = if e.code.trim().is_empty() {
@@ -1210,7 +1219,7 @@ impl Run {
                         } else {
                             e.code
                         };
-                        self.local_result(key, Err((code, e.message)), TaskStatus::Failed)
+                        self.local_result(key, task_id, Err((code, e.message)), TaskStatus::Failed)
                     }
                 };
                 self.task_finished(key, result);
@@ -1271,12 +1280,13 @@ impl Run {
                         self.task_finished(task, result);
                     }
                 }
-                Some(Slot::Local(call)) => {
-                    let call = *call;
+                Some(Slot::Local(call, task_id)) => {
+                    let (call, task_id) = (*call, std::mem::take(task_id));
                     self.ctx.abandon_call(call);
                     let budget = self.config.callback_budget.as_secs_f64();
                     let result = self.local_result(
                         task,
+                        task_id,
                         Err((
                             codes::TIMEOUT.into(),
                             format!("on_self_task did not answer within {budget}s"),

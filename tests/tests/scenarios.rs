@@ -232,6 +232,77 @@ fn self_loop_failure_fails_the_step_with_the_hosts_code_not_in_outputs() {
     assert_eq!(out.events("error").len(), 2, "step error and run error");
 }
 
+/// Each local result carries the logical task id its `on_self_task` request had, whichever
+/// way it ended: an answer, a failure, a host error, the callback budget, or a cancel.
+#[test]
+fn a_local_result_carries_the_task_id_of_its_request() {
+    let check = |descriptions: &[&str],
+                 config: RunConfig,
+                 cancel_at: Duration,
+                 code: Option<&str>| {
+        let subtasks: Vec<Value> = descriptions
+            .iter()
+            .map(|d| json!({"agent": "me", "description": d}))
+            .collect();
+        let wf =
+            json!({"steps": [{"name": "local", "step_type": "SELF_LOOP", "subtasks": subtasks}]});
+        let host = ScriptedHost::default().on_self_task(|r| match r.instruction.as_str() {
+            "ok" => now(Ok(TaskResult::success(vec![]))),
+            "fail" => now(Ok(TaskResult::failure("biz.no", "no"))),
+            "error" => now(Err(HostError::business("biz.broken", "broken"))),
+            _ => (Duration::ZERO, None),
+        });
+        let wf = parse_and_validate(&wf.to_string()).expect("valid workflow");
+        let out = Sim::new(
+            wf,
+            directory(&[]),
+            vec![],
+            host,
+            config,
+            RunStart::default(),
+        )
+        .cancel_at(cancel_at)
+        .drive_bounded(100_000);
+        let mut requested: Vec<(u32, String)> = out
+            .outputs()
+            .filter_map(|o| match o {
+                Output::CallHost {
+                    request: a2at_core::host::HostRequest::SelfTask(r),
+                    ..
+                } => Some((r.subtask_index, r.task_id.clone())),
+                _ => None,
+            })
+            .collect();
+        let mut finished: Vec<(u32, String)> = out
+            .result()
+            .history
+            .iter()
+            .map(|h| (h.subtask_index, h.task_id.clone()))
+            .collect();
+        requested.sort();
+        finished.sort();
+        assert_eq!(requested.len(), descriptions.len());
+        assert_eq!(finished, requested, "{descriptions:?}");
+        let last = out.result().history.last().unwrap();
+        assert_eq!(last.error_code.as_deref(), code, "{descriptions:?}");
+    };
+    let quick = RunConfig {
+        callback_budget: Duration::from_secs(1),
+        ..RunConfig::default()
+    };
+    let never = Duration::from_secs(3600);
+    check(&["ok"], quick.clone(), never, None);
+    check(&["fail"], quick.clone(), never, Some("biz.no"));
+    check(&["error"], quick.clone(), never, Some("biz.broken"));
+    check(&["hang"], quick, never, Some(codes::TIMEOUT));
+    check(
+        &["hang"],
+        RunConfig::default(),
+        Duration::from_secs(1),
+        Some(codes::CANCELLED),
+    );
+}
+
 #[test]
 fn a_missing_self_task_handler_fails_explicitly() {
     let wf = json!({"steps": [{"name": "local", "step_type": "SELF_LOOP", "subtasks": [{"agent": "me", "description": "x"}]}]});
