@@ -1011,7 +1011,7 @@ impl Notification {
             }
             Feed::Items(op, items) => {
                 if self.op == Some(op) {
-                    self.on_items(op, items);
+                    self.on_items(items);
                 }
             }
             Feed::Failed(op, error) => {
@@ -1064,7 +1064,8 @@ impl Notification {
         Ok(())
     }
 
-    fn on_items(&mut self, op: OpId, items: Vec<ResponseItem>) {
+    /// Items of the current stream (the caller checked the exchange is `self.op`).
+    fn on_items(&mut self, items: Vec<ResponseItem>) {
         for item in items {
             match item {
                 ResponseItem::Event(event) => {
@@ -1078,9 +1079,7 @@ impl Notification {
                     return;
                 }
                 ResponseItem::End { events } => {
-                    if self.op == Some(op) {
-                        self.op = None;
-                    }
+                    self.op = None;
                     self.on_stream_end(events);
                     return;
                 }
