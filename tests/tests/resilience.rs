@@ -621,11 +621,12 @@ fn assert_found_once_and_cancelled(out: &SimOutcome) {
     assert_eq!(out.requests_to("a", "SendMessage").len(), 1);
     assert_eq!(out.requests_to("a", "ListTasks").len(), 1);
     assert_eq!(out.requests_to("a", "CancelTask").len(), 1);
-    assert!(
-        out.agents["a"].open_tasks().is_empty(),
-        "{:?}",
-        out.agents["a"].open_tasks()
-    );
+    assert_nothing_left_running(out);
+}
+
+fn assert_nothing_left_running(out: &SimOutcome) {
+    let open = out.agents["a"].open_tasks();
+    assert!(open.is_empty(), "{open:?}");
 }
 
 #[test]
@@ -684,10 +685,7 @@ fn a_lost_send_that_is_not_retried_is_still_looked_up_to_cancel_its_task() {
     // Without retries the subtask fails with the send's own fault at once; the lookup is made
     // as cleanup all the same.
     let config = RunConfig {
-        retry: RetryPolicy {
-            attempts: 0,
-            ..RetryPolicy::default()
-        },
+        retry: RetryPolicy::FAIL_FAST,
         ..RunConfig::default()
     };
     let out = run(losing_the_first_answer(), config);
@@ -701,10 +699,7 @@ fn a_lost_send_that_is_not_retried_is_still_looked_up_to_cancel_its_task() {
 fn a_cleanup_lookup_leaves_a_task_that_is_already_final_alone() {
     let agent = ScriptedAgent::new("a").fault_on("SendMessage", 1, AgentFault::Reset);
     let config = RunConfig {
-        retry: RetryPolicy {
-            attempts: 0,
-            ..RetryPolicy::default()
-        },
+        retry: RetryPolicy::FAIL_FAST,
         ..RunConfig::default()
     };
     let out = run(agent, config);
@@ -724,21 +719,14 @@ fn a_cleanup_lookup_cancels_the_task_of_its_own_context_only() {
         .by_default(Plan::States(vec!["TASK_STATE_WORKING"]))
         .fault_on("SendMessage", 2, AgentFault::Reset);
     let config = RunConfig {
-        retry: RetryPolicy {
-            attempts: 0,
-            ..RetryPolicy::default()
-        },
+        retry: RetryPolicy::FAIL_FAST,
         task_budget: Duration::from_secs(5),
         ..RunConfig::default()
     };
     let out = simulate(&wf, vec![agent], ScriptedHost::default(), config);
     assert!(!out.result().success);
     assert_eq!(out.requests_to("a", "ListTasks").len(), 1);
-    assert!(
-        out.agents["a"].open_tasks().is_empty(),
-        "{:?}",
-        out.agents["a"].open_tasks()
-    );
+    assert_nothing_left_running(&out);
 }
 
 #[test]

@@ -979,6 +979,31 @@ fn a_reply_of_the_wrong_kind_is_a_misuse_that_leaves_the_run_unchanged() {
     assert!(run.result().unwrap().success);
 }
 
+/// Runs one subtask on `agent` ("late") whose answer arrives after the one-second budget, with
+/// five seconds for cleanup; the subtask times out.
+fn run_past_the_budget(agent: ScriptedAgent) -> SimOutcome {
+    let wf = json!({"steps": [{"name": "s", "subtasks": [{"agent": "late", "description": "x"}]}]});
+    let config = RunConfig {
+        task_budget: Duration::from_secs(1),
+        cancel_budget: Duration::from_secs(5),
+        ..RunConfig::default()
+    };
+    let out = run_with(wf, vec![agent], ScriptedHost::default(), config);
+    assert_eq!(
+        out.result().history[0].error_code.as_deref(),
+        Some(codes::TIMEOUT)
+    );
+    out
+}
+
+/// An agent that answers its send two seconds late with `events`.
+fn answering_late(events: Vec<Value>) -> ScriptedAgent {
+    ScriptedAgent::new("late").by_default(Plan::Delayed(
+        Duration::from_secs(2),
+        Box::new(Plan::Events(events)),
+    ))
+}
+
 #[test]
 fn a_task_created_after_the_budget_expired_is_still_cancelled() {
     // The send is in flight when the budget expires; the agent answers later with a task. The
@@ -991,18 +1016,7 @@ fn a_task_created_after_the_budget_expired_is_still_cancelled() {
             Duration::from_secs(2),
             Box::new(Plan::States(vec!["TASK_STATE_WORKING"])),
         ));
-        let wf =
-            json!({"steps": [{"name": "s", "subtasks": [{"agent": "late", "description": "x"}]}]});
-        let config = RunConfig {
-            task_budget: Duration::from_secs(1),
-            cancel_budget: Duration::from_secs(5),
-            ..RunConfig::default()
-        };
-        let out = run_with(wf, vec![agent], ScriptedHost::default(), config);
-        assert_eq!(
-            out.result().history[0].error_code.as_deref(),
-            Some(codes::TIMEOUT)
-        );
+        let out = run_past_the_budget(agent);
         assert_eq!(out.requests_to("late", "CancelTask").len(), 1);
         assert!(out.agents["late"].open_tasks().is_empty());
     }
@@ -1018,22 +1032,7 @@ fn a_late_task_that_is_already_final_or_has_no_id_is_not_cancelled() {
         ("TASK_STATE_WORKING", " "),
     ] {
         let late = json!({"task": {"id": id, "contextId": "$CTX", "status": {"state": state}}});
-        let agent = ScriptedAgent::new("late").by_default(Plan::Delayed(
-            Duration::from_secs(2),
-            Box::new(Plan::Events(vec![late])),
-        ));
-        let wf =
-            json!({"steps": [{"name": "s", "subtasks": [{"agent": "late", "description": "x"}]}]});
-        let config = RunConfig {
-            task_budget: Duration::from_secs(1),
-            cancel_budget: Duration::from_secs(5),
-            ..RunConfig::default()
-        };
-        let out = run_with(wf, vec![agent], ScriptedHost::default(), config);
-        assert_eq!(
-            out.result().history[0].error_code.as_deref(),
-            Some(codes::TIMEOUT)
-        );
+        let out = run_past_the_budget(answering_late(vec![late]));
         assert_eq!(
             out.requests_to("late", "CancelTask").len(),
             0,
@@ -1048,21 +1047,7 @@ fn a_late_task_naming_another_context_is_cancelled_all_the_same() {
     // on with nobody waiting for it.
     let late = json!({"task": {"id": "$TASK", "contextId": "elsewhere",
         "status": {"state": "TASK_STATE_WORKING"}}});
-    let agent = ScriptedAgent::new("late").by_default(Plan::Delayed(
-        Duration::from_secs(2),
-        Box::new(Plan::Events(vec![late])),
-    ));
-    let wf = json!({"steps": [{"name": "s", "subtasks": [{"agent": "late", "description": "x"}]}]});
-    let config = RunConfig {
-        task_budget: Duration::from_secs(1),
-        cancel_budget: Duration::from_secs(5),
-        ..RunConfig::default()
-    };
-    let out = run_with(wf, vec![agent], ScriptedHost::default(), config);
-    assert_eq!(
-        out.result().history[0].error_code.as_deref(),
-        Some(codes::TIMEOUT)
-    );
+    let out = run_past_the_budget(answering_late(vec![late]));
     assert_eq!(out.requests_to("late", "CancelTask").len(), 1);
     assert_eq!(out.requests_to("late", "ListTasks").len(), 0);
 }
