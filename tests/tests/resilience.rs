@@ -579,8 +579,14 @@ fn a_lost_answer_without_a_restart_still_fails_when_the_lookup_finds_nothing() {
     assert!(!out.result().success);
 }
 
-/// The one-subtask workflow of [`run`], the host cancelling the run at `cancel_at`.
-fn run_cancelled_at(agent: ScriptedAgent, config: RunConfig, cancel_at: Duration) -> SimOutcome {
+/// The one-subtask workflow of [`run`] with `latency` on every answer, the host cancelling the
+/// run at `cancel_at`.
+fn run_cancelled_at(
+    agent: ScriptedAgent,
+    config: RunConfig,
+    latency: Duration,
+    cancel_at: Duration,
+) -> SimOutcome {
     let wf = json!({"steps": [{"name": "s", "subtasks": [{"agent": "a", "description": "x"}]}]});
     let wf = parse_and_validate(&wf.to_string()).expect("valid workflow");
     let dir = directory(std::slice::from_ref(&agent));
@@ -592,6 +598,7 @@ fn run_cancelled_at(agent: ScriptedAgent, config: RunConfig, cancel_at: Duration
         config,
         RunStart::default(),
     )
+    .with_latency(latency)
     .cancel_at(cancel_at)
     .drive_bounded(100_000)
 }
@@ -642,7 +649,12 @@ fn a_run_cancelled_while_waiting_to_look_up_a_lost_send_still_cancels_its_task()
             cancel_budget: Duration::from_secs(5),
             ..retrying_after(Duration::from_secs(1))
         };
-        let out = run_cancelled_at(agent, config, Duration::from_millis(100));
+        let out = run_cancelled_at(
+            agent,
+            config,
+            Duration::from_millis(1),
+            Duration::from_millis(100),
+        );
         assert_eq!(out.result().history[0].status, TaskStatus::Cancelled);
         assert_found_once_and_cancelled(&out);
         let lookup = &out.requests_to("a", "ListTasks")[0];
@@ -660,22 +672,12 @@ fn a_run_cancelled_while_a_lookup_is_on_its_way_reads_it_and_cancels_the_task_it
     // With 300 ms of latency the reset arrives at 300 ms, the lookup leaves 50 to 100 ms later
     // and its answer arrives after the cancel at 500 ms: it is read, not dropped, and no second
     // lookup is made.
-    let config = retrying_after(Duration::from_millis(100));
-    let wf = json!({"steps": [{"name": "s", "subtasks": [{"agent": "a", "description": "x"}]}]});
-    let wf = parse_and_validate(&wf.to_string()).expect("valid workflow");
-    let agent = losing_the_first_answer();
-    let dir = directory(std::slice::from_ref(&agent));
-    let out = Sim::new(
-        wf,
-        dir,
-        vec![agent],
-        ScriptedHost::default(),
-        config,
-        RunStart::default(),
-    )
-    .with_latency(Duration::from_millis(300))
-    .cancel_at(Duration::from_millis(500))
-    .drive_bounded(100_000);
+    let out = run_cancelled_at(
+        losing_the_first_answer(),
+        retrying_after(Duration::from_millis(100)),
+        Duration::from_millis(300),
+        Duration::from_millis(500),
+    );
     assert_eq!(out.result().history[0].status, TaskStatus::Cancelled);
     assert_found_once_and_cancelled(&out);
 }
