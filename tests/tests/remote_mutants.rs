@@ -9,7 +9,7 @@ use a2at_core::host::{NegotiationReply, TaskExecutionResult, codes};
 use a2at_core::io::{Input, OpPurpose, Output};
 use a2at_core::run::RunConfig;
 use a2at_core::{OpId, RetryPolicy, Timestamp};
-use a2at_tests::agent::{AgentFault, Negotiation, Propose};
+use a2at_tests::agent::{AgentFault, NEGOTIATION_T, Negotiation, Propose};
 use a2at_tests::host::now;
 use a2at_tests::workloads::accepting_host;
 use a2at_tests::{Observed, Plan, ScriptedAgent, ScriptedHost, SimOutcome, simulate};
@@ -329,5 +329,109 @@ fn a_stop_missing_its_code_or_its_reason_is_invalid() {
         let failed = out.events("negotiation_failed");
         assert_eq!(failed.len(), 1);
         assert_eq!(failed[0]["errorType"], codes::NEGOTIATION_INVALID);
+    }
+}
+
+/// The time a gRPC agent is told to spend on a request is the task budget's remainder for the
+/// task's own calls, and the cleanup budget for a cleanup `CancelTask` (the task's deadline is
+/// gone by then).
+#[test]
+fn a_cleanup_cancel_tells_a_grpc_agent_the_cleanup_budget() {
+    // Without the host's opt-in the Propose is unsupported, and its task is cancelled.
+    let agent = ScriptedAgent::new("a")
+        .grpc()
+        .by_default(Plan::Negotiate(Negotiation::rounds(1, 3)));
+    let config = RunConfig {
+        cancel_budget: Duration::from_secs(2),
+        ..budget(30)
+    };
+    let out = run(agent, ScriptedHost::default(), config);
+    assert_eq!(
+        subtask(&out).error_code.as_deref(),
+        Some(codes::UNSUPPORTED_TASK_STATE)
+    );
+    let timeout = |purpose: OpPurpose| {
+        out.outputs()
+            .find_map(|o| match o {
+                Output::Transmit(r) if r.purpose == purpose => Some(r),
+                _ => None,
+            })
+            .unwrap_or_else(|| panic!("no {purpose:?} request"))
+            .headers
+            .iter()
+            .find(|(k, _)| k == "grpc-timeout")
+            .map(|(_, v)| v.clone())
+    };
+    assert_eq!(timeout(OpPurpose::Cancel).as_deref(), Some("2000000u"));
+    assert_eq!(timeout(OpPurpose::Send).as_deref(), Some("30000000u"));
+}
+
+/// A Propose may carry Negotiation-T in any metadata layer of what the agent sent, not only in
+/// its message: the task's own metadata, or an artifact's, is enough for the host to be asked.
+#[test]
+fn a_propose_in_the_task_or_an_artifact_metadata_reaches_the_host() {
+    let propose = json!({
+        "negotiationContext": {
+            "id": "3f6c1e2a-9b7d-4c1e-8a2f-000000000001",
+            "round": 1,
+            "maxRounds": 3,
+            "performative": "PROPOSE"
+        },
+        NEGOTIATION_T: "## Information negotiation\nPlease provide the site list."
+    });
+    let question =
+        json!({"messageId": "q1", "role": "ROLE_AGENT", "parts": [{"text": "which sites?"}]});
+    let in_task = json!({"task": {"id": "$TASK", "contextId": "$CTX", "metadata": propose,
+        "status": {"state": "TASK_STATE_INPUT_REQUIRED", "message": question}}});
+    let in_artifact = json!({"task": {"id": "$TASK", "contextId": "$CTX",
+        "artifacts": [{"artifactId": "a1", "parts": [{"text": "draft"}], "metadata": propose}],
+        "status": {"state": "TASK_STATE_INPUT_REQUIRED", "message": question}}});
+    for event in [in_task, in_artifact] {
+        let agent = ScriptedAgent::new("a")
+            .streaming()
+            .by_default(Plan::Events(vec![event.clone()]));
+        let out = run(agent, accepting_host(), RunConfig::default());
+        let asked = out.events("negotiation_request");
+        assert_eq!(asked.len(), 1, "{event}: {:?}", subtask(&out));
+        assert_eq!(asked[0]["round"], 1);
+    }
+}
+
+/// An answer that leaves its task working is no fault, so it is followed without a retry: a
+/// unary answer whatever the retry policy, and a stream that ends early when retries are off.
+#[test]
+fn a_working_task_left_by_an_answer_is_followed_without_a_retry() {
+    let working_then_done = Plan::States(vec!["TASK_STATE_WORKING", "TASK_STATE_COMPLETED"]);
+    let no_retries = RunConfig {
+        retry: RetryPolicy {
+            attempts: 0,
+            ..RetryPolicy::default()
+        },
+        ..RunConfig::default()
+    };
+    let cases = [
+        (
+            ScriptedAgent::new("a").by_default(working_then_done.clone()),
+            "SendMessage",
+            RunConfig::default(),
+        ),
+        (
+            ScriptedAgent::new("a")
+                .streaming()
+                .by_default(working_then_done)
+                .fault_on("SendStreamingMessage", 1, AgentFault::EndAfter(1)),
+            "SendStreamingMessage",
+            no_retries,
+        ),
+    ];
+    for (agent, send, config) in cases {
+        let out = run(agent, ScriptedHost::default(), config);
+        assert!(out.result().success, "{send}: {:?}", out.result().history);
+        assert_eq!(out.requests_to("a", send).len(), 1);
+        assert_eq!(
+            out.events("agent_retry"),
+            Vec::<&serde_json::Value>::new(),
+            "{send}"
+        );
     }
 }
