@@ -282,6 +282,10 @@ fn a_legacy_class_names_its_reason() {
         ),
         ("InvalidParamsError", "INVALID_PARAMS"),
         ("io.a2a.TaskNotCancelable", "TASK_NOT_CANCELABLE"),
+        // An acronym is one word: the reason -32700 has on JSON-RPC, not `J_S_O_N_PARSE`.
+        ("io.a2a.spec.JSONParseError", "JSON_PARSE"),
+        ("io.a2a.spec.JSONRPCError", "JSONRPC"),
+        ("io.a2a.spec.A2AError", "A2A"),
     ] {
         let e = rejected(
             Binding::HttpJson,
