@@ -286,6 +286,7 @@ fn a_legacy_class_names_its_reason() {
         ("io.a2a.spec.JSONParseError", "JSON_PARSE"),
         ("io.a2a.spec.JSONRPCError", "JSONRPC"),
         ("io.a2a.spec.A2AError", "A2A"),
+        ("io.a2a.spec.A2AClientJSONError", "A2A_CLIENT_JSON"),
     ] {
         let e = rejected(
             Binding::HttpJson,
