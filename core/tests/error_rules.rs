@@ -1,7 +1,8 @@
 //! Rules of A2A error projection (`core/src/a2a/error.rs`) that the mutation run of that file
 //! showed were not yet pinned down, each stated against what a caller sees: the typed
 //! [`ProtocolError`] a response decodes to (its code, reason, JSON-RPC code, HTTP status,
-//! message) and the text the redactor leaves.
+//! message) and the text the redactor leaves. Tests without a `mutant:` line state a general
+//! rule the others are instances of.
 
 mod common;
 
@@ -66,8 +67,8 @@ const A2A_TABLE: [(i64, &str, u16); 14] = [
 // Rule: every code of the A2A table has its reason and its spec status, and a JSON-RPC error
 // in a 2xx body carrying only that code is reported with both (the status is what tells a
 // permanent 400 from a retryable 500).
-// mutants: delete match arm -320xx in reason_for_rpc_code / http_status_for_rpc_code, and the
-// constant replacements of both functions.
+// mutants: delete match arm -32003, -32005, -32006, -32007, -32008, -32600 in
+// reason_for_rpc_code; every arm of http_status_for_rpc_code and its None/Some(0)/Some(1).
 #[test]
 fn every_code_of_the_a2a_table_has_its_reason_and_spec_status() {
     for (code, reason, status) in A2A_TABLE {
@@ -158,7 +159,6 @@ fn a_float_code_counts_only_when_it_is_a_small_integer() {
 }
 
 // Rule: a blank ErrorInfo reason is no reason: the JSON-RPC code's reason stands.
-// mutant: delete ! in error_info_reason
 #[test]
 fn a_blank_error_info_reason_leaves_the_code_reason() {
     let blank = json!([{"@type":"type.googleapis.com/google.rpc.ErrorInfo","reason":" \t"}]);
@@ -272,7 +272,8 @@ fn an_unmarked_envelope_is_rest() {
 
 // Rule: a legacy Java error class names its reason: the simple class name without `Error`,
 // its words upper-cased and joined by one `_` (no leading `_`).
-// mutants: replace > with >= in legacy_class_reason (and the constant replacements)
+// mutants: replace > with >= in legacy_class_reason (before the acronym fix); after it, the
+// comparisons and index arithmetic of the word-start test
 #[test]
 fn a_legacy_class_names_its_reason() {
     for (class, reason) in [
@@ -376,7 +377,8 @@ fn a_2xx_problem_shape_is_no_error() {
 // Rule: the credential after `Bearer `/`Basic ` is hidden however many spaces precede it (they
 // fold into the one after the scheme), and it ends at whitespace, a quote or a comma: what
 // follows is kept.
-// mutants: the comparisons and arithmetic of the credential scan in redact_str
+// mutants: replace < with ==, > / += with -=, *= / || with && (twice) in redact_str (the
+// space skip and the end of the credential)
 #[test]
 fn a_credential_ends_at_whitespace_a_quote_or_a_comma() {
     for (text, shown) in [
@@ -411,7 +413,6 @@ fn a_scheme_without_a_credential_is_kept() {
 
 // Rule: credentials are hidden in every string of a JSON tree, array items included, and a
 // value under a secret-looking key is hidden whole.
-// mutants: delete match arm Value::Array(a) / Value::String(s) in redact_json
 #[test]
 fn redaction_reaches_every_string_of_a_tree() {
     let mut v = json!(["Bearer abc", {"list":["x Basic def", 3, null]}, {"Cookie":["a"]}]);
