@@ -294,18 +294,24 @@ fn from_problem(p: &Map<String, Value>, head: &Head) -> ProtocolError {
 }
 
 /// `TaskNotFoundError` → `TASK_NOT_FOUND` (legacy Java `{"error":"org.….TaskNotFoundError"}`).
+/// A word starts at a capital after a lower-case letter, or at the last capital of an acronym
+/// (`JSONParseError` → `JSON_PARSE`, the reason -32700 has on JSON-RPC).
 fn legacy_class_reason(class: &str) -> Option<String> {
     let simple = class.rsplit('.').next()?.trim();
     let simple = simple.strip_suffix("Error").unwrap_or(simple);
     if simple.is_empty() || !simple.chars().all(|c| c.is_ascii_alphanumeric()) {
         return None;
     }
+    let b = simple.as_bytes();
     let mut out = String::new();
-    for (i, c) in simple.chars().enumerate() {
-        if c.is_ascii_uppercase() && i > 0 {
+    for (i, &c) in b.iter().enumerate() {
+        let word_start = c.is_ascii_uppercase()
+            && i > 0
+            && (b[i - 1].is_ascii_lowercase() || b.get(i + 1).is_some_and(u8::is_ascii_lowercase));
+        if word_start {
             out.push('_');
         }
-        out.push(c.to_ascii_uppercase());
+        out.push(char::from(c.to_ascii_uppercase()));
     }
     Some(out)
 }
