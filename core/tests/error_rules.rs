@@ -396,6 +396,25 @@ fn a_credential_ends_at_whitespace_a_quote_or_a_comma() {
     }
 }
 
+// Rule: any white space separates a scheme from its credential, not only a space: a tab or a
+// line break after `Bearer`, raw or escaped in JSON text, must not leave the token in the clear.
+#[test]
+fn a_credential_after_a_tab_or_a_line_break_is_hidden_too() {
+    for (text, shown) in [
+        ("use Bearer\tS3CRET now", "use Bearer\t[REDACTED] now"),
+        ("use Basic\nS3CRET", "use Basic\n[REDACTED]"),
+        ("use bearer \t S3CRET", "use bearer [REDACTED]"),
+        ("use Bearer\r\nS3CRET", "use Bearer\r[REDACTED]"),
+        // The same escaped in JSON text, which the protocol log masks as sent.
+        (r#"{"a": "Bearer\tS3CRET"}"#, r#"{"a": "Bearer\t[REDACTED]"}"#),
+        (r#"{"a": "Basic\r\nS3CRET"}"#, r#"{"a": "Basic\r[REDACTED]"}"#),
+    ] {
+        assert_eq!(redact_str(text), shown, "{text:?}");
+    }
+    // A word that only starts like a scheme is not one.
+    assert_eq!(redact_str("Bearerx\tkept"), "Bearerx\tkept");
+}
+
 // Rule: a scheme word with nothing after it hides nothing and adds nothing: the text is kept.
 // mutants: replace > with >= in redact_str, replace < with <= in redact_str (space skip)
 #[test]

@@ -621,3 +621,20 @@ fn a_secret_name_with_an_empty_value_is_logged_empty() {
     );
     assert_eq!(logged, "token=***&password=");
 }
+
+/// A tab or a line break between the scheme and the token separates them as a space does: the
+/// token is masked in a logged body, plain text and JSON alike.
+#[test]
+fn a_credential_after_a_tab_or_a_line_break_is_masked_in_a_logged_body() {
+    for (content_type, body) in [
+        (Some("text/plain"), "auth Bearer\tTok3nT here"),
+        (Some("application/json"), r#"{"note": "Basic\nTok3nT"}"#),
+        (
+            Some("application/x-www-form-urlencoded"),
+            "note=Bearer%09Tok3nT",
+        ),
+    ] {
+        let logged = render_body(content_type, body.as_bytes(), &LogConfig::default());
+        assert!(!logged.contains("Tok3nT"), "{body}: {logged}");
+    }
+}

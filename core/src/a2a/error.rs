@@ -439,23 +439,39 @@ pub fn redact_json(v: &mut Value) {
     }
 }
 
-/// Replaces the credential after every `Bearer ` / `Basic ` (any case) in `s`.
+/// The length of the white space `s` starts with, in bytes: one ASCII white space byte, or a
+/// two-byte JSON escape of a tab or line break (the logs mask the JSON text as sent); 0 if none.
+fn white_space_len(s: &str) -> usize {
+    match s.as_bytes() {
+        [b, ..] if b.is_ascii_whitespace() => 1,
+        [b'\\', b't' | b'n' | b'r', ..] => 2,
+        _ => 0,
+    }
+}
+
+/// Replaces the credential after every `Bearer` / `Basic` (any case) followed by white space
+/// (a space, a tab, a line break, or a JSON text's `\t`, `\n`, `\r` escape) in `s`.
 pub fn redact_str(s: &str) -> String {
     let lower = s.to_ascii_lowercase();
+    let bytes = s.as_bytes();
     let mut out = String::with_capacity(s.len());
     let mut i = 0;
     while i < s.len() {
         let rest = &lower[i..];
-        let hit = ["bearer ", "basic "]
-            .iter()
-            .find(|p| rest.starts_with(**p))
-            .map(|p| p.len());
-        let at_word_start = i == 0 || !s.as_bytes()[i - 1].is_ascii_alphanumeric();
+        // The scheme word and the first white space after it.
+        let hit = ["bearer", "basic"].iter().find_map(|p| {
+            let space = rest.strip_prefix(*p).map_or(0, white_space_len);
+            (space > 0).then_some(p.len() + space)
+        });
+        let at_word_start = i == 0 || !bytes[i - 1].is_ascii_alphanumeric();
         if let (Some(n), true) = (hit, at_word_start) {
             out.push_str(&s[i..i + n]);
             let mut j = i + n;
-            while j < s.len() && s.as_bytes()[j] == b' ' {
-                j += 1;
+            while j < s.len() {
+                match white_space_len(&s[j..]) {
+                    0 => break,
+                    len => j += len,
+                }
             }
             let end = s[j..]
                 .find(|c: char| c.is_whitespace() || c == '"' || c == '\'' || c == ',')
