@@ -406,8 +406,14 @@ fn a_credential_after_a_tab_or_a_line_break_is_hidden_too() {
         ("use bearer \t S3CRET", "use bearer [REDACTED]"),
         ("use Bearer\r\nS3CRET", "use Bearer\r[REDACTED]"),
         // The same escaped in JSON text, which the protocol log masks as sent.
-        (r#"{"a": "Bearer\tS3CRET"}"#, r#"{"a": "Bearer\t[REDACTED]"}"#),
-        (r#"{"a": "Basic\r\nS3CRET"}"#, r#"{"a": "Basic\r[REDACTED]"}"#),
+        (
+            r#"{"a": "Bearer\tS3CRET"}"#,
+            r#"{"a": "Bearer\t[REDACTED]"}"#,
+        ),
+        (
+            r#"{"a": "Basic\r\nS3CRET"}"#,
+            r#"{"a": "Basic\r[REDACTED]"}"#,
+        ),
     ] {
         assert_eq!(redact_str(text), shown, "{text:?}");
     }
