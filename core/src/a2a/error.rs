@@ -467,7 +467,8 @@ pub fn redact_str(s: &str) -> String {
         if let (Some(n), true) = (hit, at_word_start) {
             out.push_str(&s[i..i + n]);
             let mut j = i + n;
-            while j < s.len() {
+            // Every round moves past at least one byte, so the text's length bounds the rounds.
+            for _ in 0..s.len() {
                 match white_space_len(&s[j..]) {
                     0 => break,
                     len => j += len,
