@@ -456,8 +456,12 @@ pub fn redact_str(s: &str) -> String {
     let bytes = s.as_bytes();
     let mut out = String::with_capacity(s.len());
     let mut i = 0;
-    while i < s.len() {
-        let rest = &lower[i..];
+    // Every round moves past at least one byte, so the text's length bounds the rounds: a slip
+    // in the scan can give a wrong text but never a scan that turns back and appends forever.
+    for _ in 0..s.len() {
+        let Some(rest) = lower.get(i..).filter(|rest| !rest.is_empty()) else {
+            break;
+        };
         // The scheme word and the first white space after it.
         let hit = ["bearer", "basic"].iter().find_map(|p| {
             let space = rest.strip_prefix(*p).map_or(0, white_space_len);
