@@ -8,6 +8,7 @@ use core::future::Future;
 use core::pin::Pin;
 use core::task::{Context, Poll};
 use std::panic::AssertUnwindSafe;
+use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -47,7 +48,7 @@ static DEFAULTS: Defaults = Defaults;
 /// use a2at_core::host::{MessageContent, RouteDecision};
 ///
 /// let host = ControlPointBuilder::new()
-///     .on_task(|req| async move { Ok(MessageContent::text(req.instruction)) })
+///     .on_task(|req| async move { Ok(MessageContent::text(req.instruction.clone())) })
 ///     .on_route(|_| async { Ok(RouteDecision::allow(None)) })
 ///     .build();
 /// # let _ = host;
@@ -72,7 +73,7 @@ impl ControlPointBuilder {
     /// Registers `on_task`: the final content of a remote subtask.
     pub fn on_task<F, Fut>(mut self, f: F) -> Self
     where
-        F: Fn(TaskRequest) -> Fut + Send + Sync + 'static,
+        F: Fn(Arc<TaskRequest>) -> Fut + Send + Sync + 'static,
         Fut: Future<Output = Result<MessageContent, HostError>> + Send + 'static,
     {
         self.cp.on_task = Some(boxed(f));
@@ -130,7 +131,7 @@ impl ControlPointBuilder {
 /// A [`ControlPoint`] built by [`ControlPointBuilder`].
 #[derive(Default)]
 pub struct BuiltControlPoint {
-    on_task: Option<Handler<TaskRequest, MessageContent>>,
+    on_task: Option<Handler<Arc<TaskRequest>, MessageContent>>,
     on_self_task: Option<Handler<TaskRequest, TaskResult>>,
     on_route: Option<Handler<RouteRequest, RouteDecision>>,
     on_negotiation: Option<Handler<NegotiationRequest, NegotiationReply>>,
@@ -152,7 +153,7 @@ impl core::fmt::Debug for BuiltControlPoint {
 impl ControlPoint for BuiltControlPoint {
     fn on_task(
         &self,
-        request: TaskRequest,
+        request: Arc<TaskRequest>,
     ) -> impl Future<Output = Result<MessageContent, HostError>> + Send {
         match &self.on_task {
             Some(h) => h(request),
@@ -278,7 +279,6 @@ impl EventEnvelope {
 mod tests {
     use super::*;
     use crate::host::codes;
-    use std::sync::Arc;
     use std::task::Wake;
 
     struct Noop;

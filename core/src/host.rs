@@ -402,8 +402,8 @@ pub struct Exchange {
 /// [`ControlPoint::on_input_required`].
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct InputRequest {
-    /// The original task request.
-    pub task: TaskRequest,
+    /// The original task request, shared with the engine's record of the subtask.
+    pub task: Arc<TaskRequest>,
     /// The agent's task id.
     pub remote_task_id: String,
     /// The complete current response asking for input (its status message, when any).
@@ -431,8 +431,8 @@ pub enum InputDecision {
 /// A valid Negotiation-T Propose reached the host.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct NegotiationRequest {
-    /// The original task request.
-    pub task: TaskRequest,
+    /// The original task request, shared with the engine's record of the subtask.
+    pub task: Arc<TaskRequest>,
     /// The exact content first submitted for this task.
     pub original_submission: MessageContent,
     /// The complete current response carrying the Propose.
@@ -571,8 +571,9 @@ impl HostError {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "callback", rename_all = "snake_case")]
 pub enum HostRequest {
-    /// `on_task`: produce the final content of a remote task.
-    Task(TaskRequest),
+    /// `on_task`: produce the final content of a remote task. The request is shared with the
+    /// engine, which keeps it for the subtask's later questions and its result.
+    Task(Arc<TaskRequest>),
     /// `on_self_task`: handle a SELF_LOOP subtask locally.
     SelfTask(TaskRequest),
     /// `on_route`: allow or deny one conditional edge.
@@ -638,9 +639,12 @@ impl HostReply {
 /// with [`HostError::missing_handler`]; implement only what your workflows need.
 pub trait ControlPoint: Send + Sync {
     /// Produce the final content for a remote subtask. Must not send anything itself.
+    ///
+    /// The request is shared with the engine (it keeps it for the subtask's later questions),
+    /// so the callback reads it in place or keeps it without a copy.
     fn on_task(
         &self,
-        request: TaskRequest,
+        request: Arc<TaskRequest>,
     ) -> impl Future<Output = Result<MessageContent, HostError>> + Send {
         let _ = request;
         core::future::ready(Err(HostError::missing_handler("on_task")))

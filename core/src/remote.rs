@@ -138,7 +138,8 @@ type Step = Result<Option<Succeeded>, Failure>;
 #[derive(Debug)]
 pub(crate) struct Invocation {
     key: TaskKey,
-    request: TaskRequest,
+    /// Shared with the host's `on_task` question and the later negotiation and input questions.
+    request: Arc<TaskRequest>,
     context_id: String,
     phase: Phase,
     acc: ResponseAccumulator,
@@ -183,7 +184,7 @@ impl Invocation {
         let call = env.ctx.new_call(CallOwner::Invocation(key));
         env.ctx.push(Output::CallHost {
             call,
-            request: HostRequest::Task(invocation.request.clone()),
+            request: HostRequest::Task(Arc::clone(&invocation.request)),
         });
         invocation.phase = Phase::Composing(call);
         invocation
@@ -212,7 +213,7 @@ impl Invocation {
         env.ctx.set_timer(TimerKey::TaskDeadline(key), deadline);
         Invocation {
             key,
-            request,
+            request: Arc::new(request),
             context_id,
             phase: Phase::Waiting,
             acc: ResponseAccumulator::new(),
@@ -1007,7 +1008,7 @@ impl Invocation {
             .find(|r| r.task_id.is_some())
             .unwrap_or_default();
         let request = InputRequest {
-            task: self.request.clone(),
+            task: Arc::clone(&self.request),
             remote_task_id: task_id,
             received,
             previous_replies: self.input_replies,
@@ -1161,7 +1162,7 @@ impl Invocation {
                 .push((context.id.clone(), context.round, context.max_rounds)),
         }
         let request = NegotiationRequest {
-            task: self.request.clone(),
+            task: Arc::clone(&self.request),
             original_submission: self.original.as_deref().cloned().unwrap_or_default(),
             received: received.clone(),
             previous_exchanges: self.exchanges.clone(),
@@ -1296,18 +1297,44 @@ impl Invocation {
             Vec::new()
         };
         let take = |s: &mut String| moved_or_copied(keep, s);
-        let request = &mut self.request;
+        let subtask_index = self.request.subtask_index;
+        // The names move out of the request unless someone else still holds it (a host that
+        // kept its copy) or the invocation reads it after its result.
+        let unshared = if keep {
+            None
+        } else {
+            Arc::get_mut(&mut self.request)
+        };
+        let (step_name, agent_name, skill, task_id, task_description) = match unshared {
+            Some(r) => (
+                std::mem::take(&mut r.step_name),
+                std::mem::take(&mut r.agent_name),
+                std::mem::take(&mut r.skill),
+                std::mem::take(&mut r.task_id),
+                std::mem::take(&mut r.instruction),
+            ),
+            None => {
+                let r = &*self.request;
+                (
+                    r.step_name.clone(),
+                    r.agent_name.clone(),
+                    r.skill.clone(),
+                    r.task_id.clone(),
+                    r.instruction.clone(),
+                )
+            }
+        };
         let (error, error_code, error_details) = match failure {
             Some(f) => (Some(f.message), Some(f.code), f.details),
             None => (None, None, None),
         };
         TaskExecutionResult {
-            step_name: take(&mut request.step_name),
-            subtask_index: request.subtask_index,
-            agent_name: take(&mut request.agent_name),
-            skill: take(&mut request.skill),
-            task_id: take(&mut request.task_id),
-            task_description: take(&mut request.instruction),
+            step_name,
+            subtask_index,
+            agent_name,
+            skill,
+            task_id,
+            task_description,
             status,
             outputs,
             received_messages: acc.into_received_messages(),

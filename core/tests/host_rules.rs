@@ -76,7 +76,7 @@ fn task_request() -> TaskRequest {
 
 fn request(received: ReceivedMessage) -> NegotiationRequest {
     NegotiationRequest {
-        task: task_request(),
+        task: Arc::new(task_request()),
         original_submission: MessageContent::text("energy saving"),
         received,
         previous_exchanges: Vec::new(),
@@ -166,7 +166,7 @@ fn a_panicking_callback_fails_with_a_message_naming_that_callback() {
         .build();
     let propose = propose_with_template("message", "Negotiation-T/x/propose/v1");
     let requests = [
-        (HostRequest::Task(task_request()), "on_task"),
+        (HostRequest::Task(Arc::new(task_request())), "on_task"),
         (HostRequest::SelfTask(task_request()), "on_self_task"),
         (
             HostRequest::Route(RouteRequest {
@@ -185,7 +185,7 @@ fn a_panicking_callback_fails_with_a_message_naming_that_callback() {
         ),
         (
             HostRequest::InputRequired(Box::new(InputRequest {
-                task: task_request(),
+                task: Arc::new(task_request()),
                 remote_task_id: "t-1".into(),
                 received: propose,
                 previous_replies: 0,

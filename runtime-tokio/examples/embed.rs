@@ -11,7 +11,7 @@ async fn main() {
     let agent = LoopbackServer::start(vec![ScriptedAgent::new("alpha").streaming()]).await;
     let engine = Engine::builder(agent.cards()).build().expect("valid cards");
     let host = ControlPointBuilder::new()
-        .on_task(|req| async move { Ok(MessageContent::text(req.instruction)) })
+        .on_task(|req| async move { Ok(MessageContent::text(&req.instruction)) })
         .on_route(|_| async { Ok(RouteDecision::allow(Some("looks fine".into()))) })
         .build();
     let workflow = parse_and_validate(

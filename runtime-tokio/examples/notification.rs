@@ -85,7 +85,7 @@ async fn main() {
     println!("subscription registered (context {})", sub.context_id());
 
     let host = ControlPointBuilder::new()
-        .on_task(|req| async move { Ok(MessageContent::text(req.instruction)) })
+        .on_task(|req| async move { Ok(MessageContent::text(&req.instruction)) })
         .build();
     let workflow = parse_and_validate(
         r#"{"name": "beside", "steps": [

@@ -195,7 +195,7 @@ impl Drop for Agents {
 fn host() -> Arc<BuiltControlPoint> {
     Arc::new(
         ControlPointBuilder::new()
-            .on_task(|req| async move { Ok(MessageContent::text(req.instruction)) })
+            .on_task(|req| async move { Ok(MessageContent::text(&req.instruction)) })
             .build(),
     )
 }

@@ -32,7 +32,7 @@ fn workflow(v: Value) -> Arc<ValidatedWorkflow> {
 fn host() -> Arc<BuiltControlPoint> {
     Arc::new(
         ControlPointBuilder::new()
-            .on_task(|req| async move { Ok(MessageContent::text(req.instruction)) })
+            .on_task(|req| async move { Ok(MessageContent::text(&req.instruction)) })
             .on_self_task(|req| async move {
                 Ok(a2at_core::host::TaskResult::success(vec![Value::String(
                     req.instruction,

@@ -1170,7 +1170,7 @@ struct SendTaskControlPoint<N> {
 impl<N: ControlPoint + 'static> ControlPoint for SendTaskControlPoint<N> {
     fn on_task(
         &self,
-        _request: TaskRequest,
+        _request: Arc<TaskRequest>,
     ) -> impl Future<Output = Result<MessageContent, HostError>> + Send {
         std::future::ready(Ok(self.content.clone()))
     }

@@ -319,7 +319,10 @@ impl RunSpans {
     /// negotiation round of an `on_negotiation` call on the subtask.
     pub(crate) fn for_host_call(&mut self, request: &HostRequest) -> Option<Span> {
         match request {
-            HostRequest::Task(t) | HostRequest::SelfTask(t) => {
+            HostRequest::Task(t) => {
+                Some(self.subtask(&t.step_name, t.subtask_index, &t.agent_name))
+            }
+            HostRequest::SelfTask(t) => {
                 Some(self.subtask(&t.step_name, t.subtask_index, &t.agent_name))
             }
             HostRequest::Negotiation(n) => {

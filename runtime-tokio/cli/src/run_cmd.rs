@@ -223,7 +223,7 @@ fn missing(what: String) -> HostError {
 pub(crate) struct PolicyHost(pub(crate) Arc<Policy>);
 
 impl ControlPoint for PolicyHost {
-    async fn on_task(&self, r: TaskRequest) -> Result<MessageContent, HostError> {
+    async fn on_task(&self, r: Arc<TaskRequest>) -> Result<MessageContent, HostError> {
         let c = &self.0.content;
         let template = c
             .steps

@@ -51,7 +51,7 @@ async fn task_commands_get_list_cancel_and_watch() {
         .unwrap();
     let host = Arc::new(
         ControlPointBuilder::new()
-            .on_task(|req| async move { Ok(MessageContent::text(req.instruction)) })
+            .on_task(|req| async move { Ok(MessageContent::text(&req.instruction)) })
             .build(),
     );
     let mut runs = Vec::new();

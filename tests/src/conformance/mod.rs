@@ -403,7 +403,7 @@ impl ScriptedControlPoint {
 impl ControlPoint for ScriptedControlPoint {
     fn on_task(
         &self,
-        request: TaskRequest,
+        request: Arc<TaskRequest>,
     ) -> impl Future<Output = Result<MessageContent, HostError>> + Send {
         let reply = self.ask(HostRequest::Task(request));
         async move {

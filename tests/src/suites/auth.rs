@@ -41,7 +41,7 @@ async fn run_once<R: a2at_driver::Runtime>(
     engine: &a2at_driver::Engine<R>,
 ) -> a2at_core::ExecutionResult {
     let host = ControlPointBuilder::new()
-        .on_task(|r| async move { Ok(MessageContent::text(r.instruction)) })
+        .on_task(|r| async move { Ok(MessageContent::text(&r.instruction)) })
         .build();
     let wf = parse_and_validate(
         &json!({"steps": [{"name": "s", "subtasks": [{"agent": "alpha", "description": "x"}]}]})

@@ -35,7 +35,7 @@ fn to(agents: &[&str]) -> Arc<ValidatedWorkflow> {
 fn echo_host() -> Arc<BuiltControlPoint> {
     Arc::new(
         ControlPointBuilder::new()
-            .on_task(|req| async move { Ok(MessageContent::text(req.instruction)) })
+            .on_task(|req| async move { Ok(MessageContent::text(&req.instruction)) })
             .build(),
     )
 }
@@ -54,7 +54,7 @@ fn gated_host(
                 async move {
                     let _ = entered.unbounded_send(());
                     let _open = gate.lock().await;
-                    Ok(MessageContent::text(req.instruction))
+                    Ok(MessageContent::text(&req.instruction))
                 }
             })
             .build(),

@@ -28,7 +28,7 @@ fn single(agent: &str) -> Arc<ValidatedWorkflow> {
 
 fn start<T: TestRuntime>(engine: &Engine<T>, agent: &str) -> RunHandle {
     let host = ControlPointBuilder::new()
-        .on_task(|req| async move { Ok(MessageContent::text(req.instruction)) })
+        .on_task(|req| async move { Ok(MessageContent::text(&req.instruction)) })
         .build();
     engine.run(single(agent), Arc::new(host)).spawn()
 }

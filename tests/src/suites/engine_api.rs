@@ -25,7 +25,7 @@ fn workflow(v: Value) -> ValidatedWorkflow {
 fn echo_host() -> Arc<BuiltControlPoint> {
     Arc::new(
         ControlPointBuilder::new()
-            .on_task(|req| async move { Ok(MessageContent::text(req.instruction)) })
+            .on_task(|req| async move { Ok(MessageContent::text(&req.instruction)) })
             .build(),
     )
 }
@@ -420,4 +420,94 @@ pub fn zero_or_negative_settings_are_refused_at_the_door_naming_the_field<T: Tes
             .await;
         assert!(fine.success, "{:?}", fine.error);
     });
+}
+
+/// `on_task` gets the request the engine keeps for the subtask. A host may keep it: the
+/// engine then leaves it whole and copies the names its result needs; otherwise the result
+/// takes them. Either way each result names its own subtask, and a kept request reads as it
+/// was asked.
+pub fn a_host_may_keep_its_task_requests_and_every_result_is_named_all_the_same<T: TestRuntime>() {
+    T::block_on(async {
+        let server = LoopbackServer::start(vec![ScriptedAgent::new("alpha")]).await;
+        let engine = Engine::<T>::builder(server.cards())
+            .build()
+            .expect("engine");
+        let kept = Arc::new(std::sync::Mutex::new(Vec::new()));
+        let host = {
+            let kept = kept.clone();
+            ControlPointBuilder::new()
+                .on_task(move |req| {
+                    if req.instruction.starts_with("keep") {
+                        kept.lock().unwrap().push(req.clone());
+                    }
+                    async move { Ok(MessageContent::text(&req.instruction)) }
+                })
+                .build()
+        };
+        let wf = workflow(json!({"name": "kept", "steps": [{"name": "s", "subtasks": [
+            {"agent": "alpha", "skill": "echo", "description": "keep me"},
+            {"agent": "alpha", "skill": "echo", "description": "let me go"},
+            {"agent": "alpha", "skill": "echo", "description": "keep me too"}
+        ]}]}));
+        let result = engine
+            .execute(Arc::new(wf), RunStart::default(), Arc::new(host))
+            .await;
+        assert!(result.success, "{:?}", result.error);
+        let mut named: Vec<(String, u32, String, String, String)> = result
+            .history
+            .iter()
+            .map(|h| {
+                (
+                    h.step_name.clone(),
+                    h.subtask_index,
+                    h.agent_name.clone(),
+                    h.skill.clone(),
+                    h.task_description.clone(),
+                )
+            })
+            .collect();
+        named.sort_by_key(|n| n.1);
+        let expected = |i: u32, d: &str| {
+            (
+                "s".to_owned(),
+                i,
+                "alpha".to_owned(),
+                "echo".to_owned(),
+                d.to_owned(),
+            )
+        };
+        assert_eq!(
+            named,
+            [
+                expected(0, "keep me"),
+                expected(1, "let me go"),
+                expected(2, "keep me too")
+            ]
+        );
+        let kept = kept.lock().unwrap();
+        assert_eq!(kept.len(), 2);
+        for request in kept.iter() {
+            let result = result
+                .history
+                .iter()
+                .find(|h| h.subtask_index == request.subtask_index)
+                .expect("a result for each kept request");
+            assert_eq!(request.task_id, result.task_id);
+            assert_eq!(
+                (
+                    request.step_name.as_str(),
+                    request.agent_name.as_str(),
+                    request.skill.as_str(),
+                    request.instruction.as_str()
+                ),
+                ("s", "alpha", "echo", result.task_description.as_str())
+            );
+        }
+        let let_go = result
+            .history
+            .iter()
+            .find(|h| h.subtask_index == 1)
+            .unwrap();
+        assert!(!let_go.task_id.is_empty());
+    })
 }

@@ -134,7 +134,7 @@ fn solo() -> ValidatedWorkflow {
 fn echo_host() -> Arc<BuiltControlPoint> {
     Arc::new(
         ControlPointBuilder::new()
-            .on_task(|req| async move { Ok(MessageContent::text(req.instruction)) })
+            .on_task(|req| async move { Ok(MessageContent::text(&req.instruction)) })
             .build(),
     )
 }

@@ -36,7 +36,7 @@ fn fan_out_and_route() -> ValidatedWorkflow {
 
 fn host() -> BuiltControlPoint {
     ControlPointBuilder::new()
-        .on_task(|req| async move { Ok(MessageContent::text(req.instruction)) })
+        .on_task(|req| async move { Ok(MessageContent::text(&req.instruction)) })
         .on_route(|req| async move {
             Ok(if req.condition == "looks good" {
                 RouteDecision::allow(Some("fine".into()))

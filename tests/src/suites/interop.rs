@@ -684,7 +684,7 @@ pub fn a_plain_input_required_is_answered_by_the_host_on_both_bindings<T: TestRu
     T::block_on(async {
         for binding in BINDINGS {
             let host = ControlPointBuilder::new()
-                .on_task(|r| async move { Ok(MessageContent::text(r.instruction)) })
+                .on_task(|r| async move { Ok(MessageContent::text(&r.instruction)) })
                 .on_input_required(|r| async move {
                     let question = r
                         .received

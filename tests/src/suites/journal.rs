@@ -65,7 +65,7 @@ fn counting_host() -> (Arc<BuiltControlPoint>, Arc<std::sync::Mutex<Vec<String>>
     let host = ControlPointBuilder::new()
         .on_task(move |req| {
             log.lock().expect("log").push(req.instruction.clone());
-            async move { Ok(MessageContent::text(req.instruction)) }
+            async move { Ok(MessageContent::text(&req.instruction)) }
         })
         .build();
     (Arc::new(host), asked)
@@ -75,7 +75,7 @@ fn counting_host() -> (Arc<BuiltControlPoint>, Arc<std::sync::Mutex<Vec<String>>
 pub fn echo_host() -> Arc<BuiltControlPoint> {
     Arc::new(
         ControlPointBuilder::new()
-            .on_task(|req| async move { Ok(MessageContent::text(req.instruction)) })
+            .on_task(|req| async move { Ok(MessageContent::text(&req.instruction)) })
             .build(),
     )
 }
@@ -679,7 +679,7 @@ fn accepting_host() -> (Arc<BuiltControlPoint>, Arc<AtomicUsize>) {
     let count = asked.clone();
     let host = ControlPointBuilder::new()
         .on_task(|req| async move {
-            Ok(MessageContent::text(req.instruction)
+            Ok(MessageContent::text(&req.instruction)
                 .with_extension(a2at_core::a2at::NEGOTIATION_T_URI))
         })
         .on_negotiation(move |req| {

@@ -41,7 +41,7 @@ fn three_waiting() -> ValidatedWorkflow {
 
 fn echo_host() -> BuiltControlPoint {
     ControlPointBuilder::new()
-        .on_task(|req| async move { Ok(MessageContent::text(req.instruction)) })
+        .on_task(|req| async move { Ok(MessageContent::text(&req.instruction)) })
         .build()
 }
 
@@ -224,7 +224,7 @@ pub fn a_panicking_on_task_fails_that_task_and_the_process_survives<T: TestRunti
                 if req.agent_name == "beta" {
                     panic!("secret content must not leak");
                 }
-                Ok(MessageContent::text(req.instruction))
+                Ok(MessageContent::text(&req.instruction))
             })
             .build();
         let result = engine
@@ -472,7 +472,7 @@ pub fn progress_is_a_consistent_snapshot_taken_while_the_run_goes_on<T: TestRunt
             {"name": "never", "subtasks": [{"agent": "alpha", "description": "no"}]}
         ]}));
         let host = ControlPointBuilder::new()
-            .on_task(|req| async move { Ok(MessageContent::text(req.instruction)) })
+            .on_task(|req| async move { Ok(MessageContent::text(&req.instruction)) })
             .on_route(|_| async { Ok(a2at_core::host::RouteDecision::deny(None)) })
             .build();
         let mut run = engine.run(wf, Arc::new(host)).spawn();
@@ -526,7 +526,7 @@ pub fn a_plain_input_required_is_declined_by_default_or_answered_by_the_host<T: 
             let host = |answer: Option<&'static str>| {
                 let asked = asked.clone();
                 ControlPointBuilder::new()
-                    .on_task(|req| async move { Ok(MessageContent::text(req.instruction)) })
+                    .on_task(|req| async move { Ok(MessageContent::text(&req.instruction)) })
                     .on_input_required(move |req| {
                         asked.fetch_add(1, Ordering::SeqCst);
                         assert_eq!(req.previous_replies, 0);
@@ -611,7 +611,7 @@ pub fn follow_ups_on_input_required_stop_at_the_limit<T: TestRuntime>() {
             let seen: Arc<Mutex<Vec<u32>>> = Arc::default();
             let record = seen.clone();
             let host = ControlPointBuilder::new()
-                .on_task(|req| async move { Ok(MessageContent::text(req.instruction)) })
+                .on_task(|req| async move { Ok(MessageContent::text(&req.instruction)) })
                 .on_input_required(move |req| {
                     record.lock().unwrap().push(req.previous_replies);
                     async {
@@ -645,7 +645,7 @@ pub fn follow_ups_on_input_required_stop_at_the_limit<T: TestRuntime>() {
         }
         // A follow-up follows the content rules of any send: no undeclared extension.
         let host = ControlPointBuilder::new()
-            .on_task(|req| async move { Ok(MessageContent::text(req.instruction)) })
+            .on_task(|req| async move { Ok(MessageContent::text(&req.instruction)) })
             .on_input_required(|_| async {
                 Ok(InputDecision::Reply {
                     content: MessageContent::text("x").with_extension("urn:not-declared"),

@@ -195,6 +195,7 @@ macro_rules! engine_api_suite {
                 a_tls_policy_that_cannot_be_built_is_an_error_never_a_fallback,
                 events_are_built_only_when_someone_can_see_them,
                 zero_or_negative_settings_are_refused_at_the_door_naming_the_field,
+                a_host_may_keep_its_task_requests_and_every_result_is_named_all_the_same,
             ]
         );
     };

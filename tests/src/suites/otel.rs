@@ -93,7 +93,7 @@ fn export_two_steps_under<T: TestRuntime>(
                 .unwrap();
             let host = ControlPointBuilder::new()
                 .on_task(|r| async move {
-                    Ok(MessageContent::text(r.instruction)
+                    Ok(MessageContent::text(&r.instruction)
                         .with_metadata("credentials", json!({"password": "PLANTED-PASSWORD-55d0"})))
                 })
                 .build();

@@ -41,7 +41,7 @@ pub fn planted_secrets_never_reach_the_protocol_log<T: TestRuntime>() {
             .unwrap();
         let host = ControlPointBuilder::new()
             .on_task(|r| async move {
-                Ok(MessageContent::text(r.instruction)
+                Ok(MessageContent::text(&r.instruction)
                     .with_metadata("credentials", json!({"password": "PLANTED-PASSWORD-55d0", "nested": [{"accessToken": "PLANTED-TOKEN-c0de"}]}))
                     .with_metadata("ticket", json!("visible-ticket-42")))
             })

@@ -36,7 +36,7 @@ fn run<T: TestRuntime>(engine: &Engine<T>) -> ExecutionResult {
     )
     .expect("valid workflow");
     let host = ControlPointBuilder::new()
-        .on_task(|r| async move { Ok(MessageContent::text(r.instruction)) })
+        .on_task(|r| async move { Ok(MessageContent::text(&r.instruction)) })
         .build();
     T::block_on(engine.execute(wf, RunStart::default(), Arc::new(host)))
 }

@@ -692,7 +692,7 @@ fn secured(server: &LoopbackServer) -> Vec<a2at_core::a2a::AgentCard> {
 
 fn run_alpha<T: TestRuntime>(engine: &Engine<T>) -> a2at_core::ExecutionResult {
     let host = a2at_driver::ControlPointBuilder::new()
-        .on_task(|r| async move { Ok(a2at_core::host::MessageContent::text(r.instruction)) })
+        .on_task(|r| async move { Ok(a2at_core::host::MessageContent::text(&r.instruction)) })
         .build();
     let wf = a2at_core::workflow::parse_and_validate(&workflow_json().to_string()).unwrap();
     T::block_on(engine.execute(wf, a2at_core::run::RunStart::default(), Arc::new(host)))
@@ -1086,7 +1086,7 @@ pub fn planted_secrets_in_logins_and_credential_files_never_reach_the_logs<T: Te
             .unwrap();
         let host = a2at_driver::ControlPointBuilder::new()
             .on_task(|r| async move {
-                Ok(a2at_core::host::MessageContent::text(r.instruction)
+                Ok(a2at_core::host::MessageContent::text(&r.instruction)
                     .with_metadata("auth", json!({"clientSecret": BODY_SECRET})))
             })
             .build();

@@ -44,7 +44,7 @@ async fn open_task<T: TestRuntime>(
     agent: &str,
 ) -> (RunHandle, String) {
     let host = ControlPointBuilder::new()
-        .on_task(|req| async move { Ok(MessageContent::text(req.instruction)) })
+        .on_task(|req| async move { Ok(MessageContent::text(&req.instruction)) })
         .build();
     let run = engine.run(single(agent), Arc::new(host)).spawn();
     for _ in 0..500 {

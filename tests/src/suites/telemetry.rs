@@ -48,7 +48,7 @@ fn run_two_steps<T: TestRuntime>(parent: Option<&str>) -> (CapturedSpans, Vec<St
             let server = LoopbackServer::start(agents()).await;
             let engine = Engine::<T>::builder(server.cards()).build().unwrap();
             let host = ControlPointBuilder::new()
-                .on_task(|r| async move { Ok(MessageContent::text(r.instruction)) })
+                .on_task(|r| async move { Ok(MessageContent::text(&r.instruction)) })
                 .build();
             let mut run = engine.run(two_steps(), Arc::new(host)).seed(42);
             if let Some(p) = parent {
@@ -176,7 +176,7 @@ pub fn a_failed_attempt_is_its_own_exchange_span_marked_as_an_error<T: TestRunti
                 .build()
                 .unwrap();
             let host = ControlPointBuilder::new()
-                .on_task(|r| async move { Ok(MessageContent::text(r.instruction)) })
+                .on_task(|r| async move { Ok(MessageContent::text(&r.instruction)) })
                 .build();
             let wf = parse_and_validate(
                 &json!({"steps": [{"name": "a", "subtasks": [{"agent": "alpha", "description": "x"}]}]})
@@ -270,7 +270,7 @@ pub fn planted_secrets_never_reach_spans_or_events<T: TestRuntime>() {
             let engine = secret_engine::<T>(&server).build().unwrap();
             let host = ControlPointBuilder::new()
                 .on_task(|r| async move {
-                    Ok(MessageContent::text(r.instruction)
+                    Ok(MessageContent::text(&r.instruction)
                         .with_metadata("credentials", json!({"password": "PLANTED-PASSWORD-55d0"})))
                 })
                 .build();

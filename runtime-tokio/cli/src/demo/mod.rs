@@ -262,7 +262,7 @@ async fn fetch_card(
 /// `task_t` and `negotiation_t` name the agents whose cards declare those extensions.
 fn host(task_t: Vec<String>, negotiation_t: Vec<String>, reject: bool) -> BuiltControlPoint {
     ControlPointBuilder::new()
-        .on_task(move |req: TaskRequest| {
+        .on_task(move |req: Arc<TaskRequest>| {
             let content = task_content(
                 &req,
                 task_t.contains(&req.agent_name),
