@@ -1308,7 +1308,7 @@ pub fn apply(
     let headers = merge_headers(&material.headers, provider_headers)?;
     for (name, value) in headers {
         req.headers.retain(|(n, _)| !n.eq_ignore_ascii_case(&name));
-        req.headers.push((name, value));
+        req.headers.push((name.into(), value.into()));
     }
     if !material.cookies.is_empty() {
         let add = material
@@ -1322,9 +1322,9 @@ pub fn apply(
             .iter_mut()
             .find(|(n, _)| n.eq_ignore_ascii_case("cookie"))
         {
-            Some((_, v)) if !v.trim().is_empty() => *v = format!("{v}; {add}"),
-            Some((_, v)) => *v = add,
-            None => req.headers.push(("Cookie".to_owned(), add)),
+            Some((_, v)) if !v.trim().is_empty() => *v = format!("{v}; {add}").into(),
+            Some((_, v)) => *v = add.into(),
+            None => req.headers.push(("Cookie".into(), add.into())),
         }
     }
     req.url = append_query(&req.url, &material.query);
@@ -1352,7 +1352,7 @@ pub fn mask_applied(
     for name in added {
         for (n, v) in sent.headers.iter_mut() {
             if n.eq_ignore_ascii_case(name) {
-                *v = crate::redact::MASK.to_owned();
+                *v = crate::redact::MASK.into();
             }
         }
     }

@@ -1481,7 +1481,7 @@ mod tests {
             .headers
             .iter()
             .find(|(n, _)| n == "A2A-Extensions")
-            .map(|(_, v)| v.as_str());
+            .map(|(_, v)| v.as_ref());
         assert_eq!(ext, Some(AUTH));
         // Same seed, same bytes; another seed, another context.
         let (b2, req2) = start_auth(true);

@@ -4,6 +4,7 @@
 //! response bytes itself, so every runtime shares all protocol behaviour and a recorded trace
 //! of inputs replays byte for byte.
 
+use std::borrow::Cow;
 use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
@@ -154,6 +155,10 @@ pub enum OpPurpose {
     Cancel,
 }
 
+/// A request header's name or value: borrowed when it is one of the engine's fixed texts
+/// (`A2A-Version`, `application/json`, …), owned when it varies.
+pub type HeaderText = Cow<'static, str>;
+
 /// Local correlation fields for protocol logs; never sent on the wire.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Correlation {
@@ -187,8 +192,9 @@ pub struct HttpRequest {
     pub method: HttpMethod,
     /// Absolute URL.
     pub url: String,
-    /// Request headers (without authentication).
-    pub headers: Vec<(String, String)>,
+    /// Request headers (without authentication). The engine's own names and fixed values are
+    /// borrowed, so building a request copies only what varies.
+    pub headers: Vec<(HeaderText, HeaderText)>,
     /// Request body (empty for GET).
     #[serde(with = "bytes_as_text")]
     pub body: Vec<u8>,

@@ -429,25 +429,31 @@ impl LogContext {
     }
 }
 
-fn render_headers(out: &mut String, headers: &[(String, String)], cfg: &LogConfig) {
+fn render_headers<N: AsRef<str>, V: AsRef<str>>(
+    out: &mut String,
+    headers: &[(N, V)],
+    cfg: &LogConfig,
+) {
     if cfg.pretty {
         for (n, v) in headers {
+            let (n, v) = (n.as_ref(), v.as_ref());
             let _ = write!(out, "\n  {n}: {}", redact_header(n, v));
         }
     } else {
         let h: Vec<String> = headers
             .iter()
+            .map(|(n, v)| (n.as_ref(), v.as_ref()))
             .map(|(n, v)| format!("{n}: {}", redact_header(n, v)))
             .collect();
         let _ = write!(out, "\nheaders: {}", h.join(", "));
     }
 }
 
-fn header<'a>(headers: &'a [(String, String)], name: &str) -> Option<&'a str> {
+fn header<'a, N: AsRef<str>, V: AsRef<str>>(headers: &'a [(N, V)], name: &str) -> Option<&'a str> {
     headers
         .iter()
-        .find(|(n, _)| n.eq_ignore_ascii_case(name))
-        .map(|(_, v)| v.as_str())
+        .find(|(n, _)| n.as_ref().eq_ignore_ascii_case(name))
+        .map(|(_, v)| v.as_ref())
 }
 
 /// A request entry: method, redacted URL, correlation fields, redacted headers and body.
@@ -463,11 +469,11 @@ pub fn format_request(req: &HttpRequest, channel: Channel, cfg: &LogConfig) -> S
 }
 
 /// A request entry from its parts (for requests that are not an [`HttpRequest`]).
-pub fn format_raw_request(
+pub fn format_raw_request<N: AsRef<str>, V: AsRef<str>>(
     ctx: &LogContext,
     method: &str,
     url: &str,
-    headers: &[(String, String)],
+    headers: &[(N, V)],
     body: &[u8],
     cfg: &LogConfig,
 ) -> String {

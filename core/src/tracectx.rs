@@ -23,6 +23,7 @@ use core::str::FromStr;
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
 use crate::ids::{IdGenerator, OpId};
+use crate::io::HeaderText;
 
 /// The name of the header that carries the trace id and the sender's span id.
 pub const TRACEPARENT: &str = "traceparent";
@@ -256,10 +257,10 @@ impl TraceContext {
     }
 
     /// Appends `traceparent` (and `tracestate` when there is one) for exchange `op`.
-    pub(crate) fn push_headers(&self, op: OpId, headers: &mut Vec<(String, String)>) {
-        headers.push((TRACEPARENT.to_owned(), self.traceparent(op)));
+    pub(crate) fn push_headers(&self, op: OpId, headers: &mut Vec<(HeaderText, HeaderText)>) {
+        headers.push((TRACEPARENT.into(), self.traceparent(op).into()));
         if let Some(state) = &self.state {
-            headers.push((TRACESTATE.to_owned(), state.clone()));
+            headers.push((TRACESTATE.into(), state.clone().into()));
         }
     }
 }
@@ -371,6 +372,6 @@ mod tests {
             parent.to_string(),
             "the exchange is a child span"
         );
-        assert_eq!(headers[1], (TRACESTATE.to_owned(), "k=v".to_owned()));
+        assert_eq!(headers[1], (TRACESTATE.into(), "k=v".into()));
     }
 }

@@ -352,7 +352,7 @@ fn custom_header_prefix_accept_cookie() {
         req.headers
             .iter()
             .filter(|(k, _)| k.eq_ignore_ascii_case(n))
-            .map(|(_, v)| v.as_str())
+            .map(|(_, v)| v.as_ref())
             .collect::<Vec<_>>()
     };
     assert_eq!(h("X-Access"), vec!["Session T"]);

@@ -434,7 +434,7 @@ fn an_auth_cookie_replaces_a_blank_cookie_header() {
             .headers
             .iter()
             .filter(|(n, _)| n.eq_ignore_ascii_case("cookie"))
-            .map(|(_, v)| v.as_str())
+            .map(|(_, v)| v.as_ref())
             .collect();
         assert_eq!(cookies, vec!["sid=dummy-c"], "{blank:?}");
     }

@@ -67,7 +67,7 @@ fn header<'r>(req: &'r HttpRequest, name: &str) -> Option<&'r str> {
     req.headers
         .iter()
         .find(|(n, _)| n.eq_ignore_ascii_case(name))
-        .map(|(_, v)| v.as_str())
+        .map(|(_, v)| v.as_ref())
 }
 
 // A unary task call over gRPC tells the server its budget in `grpc-timeout`; a subscription,

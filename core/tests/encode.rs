@@ -4,6 +4,7 @@ use a2at_core::a2a::{
     A2aCall, Binding, EncodedRequest, Endpoint, HttpMethod, Message, Part, Role,
     SendMessageConfiguration, SendMessageRequest,
 };
+use a2at_core::io::HeaderText;
 use serde_json::{Value, json};
 
 /// The JSON bindings' encoding (no deadline; they never fail).
@@ -58,7 +59,7 @@ fn header<'a>(r: &'a a2at_core::a2a::EncodedRequest, name: &str) -> Option<&'a s
     r.headers
         .iter()
         .find(|(k, _)| k == name)
-        .map(|(_, v)| v.as_str())
+        .map(|(_, v)| v.as_ref())
 }
 
 #[test]
@@ -71,10 +72,10 @@ fn jsonrpc_send_message_exact_envelope_and_headers() {
     assert_eq!(
         r.headers,
         vec![
-            ("A2A-Version".to_owned(), "1.0".to_owned()),
-            ("Content-Type".to_owned(), "application/json".to_owned()),
-            ("Accept".to_owned(), "application/json".to_owned()),
-        ]
+            ("A2A-Version".into(), "1.0".into()),
+            ("Content-Type".into(), "application/json".into()),
+            ("Accept".into(), "application/json".into()),
+        ] as Vec<(HeaderText, HeaderText)>
     );
     let expected = json!({"jsonrpc":"2.0","id":"rpc-1","method":"SendMessage",
         "params":{"message":message_json(),"configuration":{"historyLength":0}}});

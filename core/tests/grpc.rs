@@ -684,8 +684,13 @@ fn calls_encode_to_the_service_path_metadata_and_one_frame() {
     )
     .unwrap();
     assert_eq!(r.path, "/lf.a2a.v1.A2AService/GetTask");
+    let headers: Vec<(String, String)> = r
+        .headers
+        .iter()
+        .map(|(n, v)| (n.to_string(), v.to_string()))
+        .collect();
     assert_eq!(
-        r.headers,
+        headers,
         trailers(&[
             ("content-type", "application/grpc"),
             ("te", "trailers"),

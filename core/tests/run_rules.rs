@@ -540,7 +540,7 @@ fn every_request_carries_the_runs_trace_id() {
         .headers
         .iter()
         .find(|(name, _)| name == "traceparent")
-        .map(|(_, value)| value.as_str())
+        .map(|(_, value)| value.as_ref())
         .expect("a traceparent header");
     let trace_id = traceparent
         .split('-')

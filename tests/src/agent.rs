@@ -44,7 +44,7 @@ impl AgentRequest {
                 rpc_id: None,
                 jsonrpc: false,
                 grpc: true,
-                headers: req.headers.clone(),
+                headers: owned_headers(&req.headers),
                 url: req.url.clone(),
             };
         }
@@ -98,7 +98,7 @@ impl AgentRequest {
             rpc_id,
             jsonrpc,
             grpc: false,
-            headers: req.headers.clone(),
+            headers: owned_headers(&req.headers),
             url: req.url.clone(),
         }
     }
@@ -1409,4 +1409,14 @@ fn notify_stream(
             end: ending == StreamEnding::End,
         },
     }
+}
+
+/// A request's headers as the scripted agent records them.
+fn owned_headers(
+    headers: &[(a2at_core::io::HeaderText, a2at_core::io::HeaderText)],
+) -> Vec<(String, String)> {
+    headers
+        .iter()
+        .map(|(n, v)| (n.to_string(), v.to_string()))
+        .collect()
 }

@@ -353,7 +353,10 @@ async fn serve(
             purpose: OpPurpose::Send,
             method,
             url: format!("http://{addr}{path}"),
-            headers,
+            headers: headers
+                .into_iter()
+                .map(|(n, v)| (n.into(), v.into()))
+                .collect(),
             body,
             streaming: false,
             http2: false,

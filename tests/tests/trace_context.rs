@@ -34,7 +34,7 @@ fn trace_headers(out: &SimOutcome) -> Vec<(TraceParent, Option<String>)> {
                 .headers
                 .iter()
                 .filter(|(n, _)| n.eq_ignore_ascii_case(TRACEPARENT))
-                .map(|(_, v)| v.as_str())
+                .map(|(_, v)| v.as_ref())
                 .collect();
             assert_eq!(
                 values.len(),
@@ -48,7 +48,7 @@ fn trace_headers(out: &SimOutcome) -> Vec<(TraceParent, Option<String>)> {
                 .headers
                 .iter()
                 .find(|(n, _)| n.eq_ignore_ascii_case(TRACESTATE))
-                .map(|(_, v)| v.clone());
+                .map(|(_, v)| v.to_string());
             (parent, state)
         })
         .collect()

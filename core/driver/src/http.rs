@@ -371,15 +371,15 @@ pub(crate) fn http_method(method: HttpMethod) -> http::Method {
 }
 
 /// One outgoing request for every sender (task traffic, logins, discovery).
-pub(crate) fn build_request(
+pub(crate) fn build_request<N: AsRef<str>, V: AsRef<str>>(
     method: http::Method,
     url: &str,
-    headers: &[(String, String)],
+    headers: &[(N, V)],
     body: Vec<u8>,
 ) -> Result<http::Request<Full<Bytes>>, http::Error> {
     let mut builder = http::Request::builder().method(method).uri(url);
     for (name, value) in headers {
-        builder = builder.header(header_name(name)?, header_value(value)?);
+        builder = builder.header(header_name(name.as_ref())?, header_value(value.as_ref())?);
     }
     builder.body(Full::new(Bytes::from(body)))
 }

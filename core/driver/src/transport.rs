@@ -336,7 +336,7 @@ pub(crate) fn show_hook_changes(
             .headers
             .iter()
             .filter(|(n, _)| n.eq_ignore_ascii_case(name))
-            .map(|(_, v)| v.as_str())
+            .map(|(_, v)| v.as_ref())
             .collect()
     };
     let mut headers = Vec::new();
@@ -356,7 +356,11 @@ pub(crate) fn show_hook_changes(
                     .cloned(),
             );
         } else {
-            headers.extend(values.into_iter().map(|v| (name.as_str().to_owned(), v)));
+            headers.extend(
+                values
+                    .into_iter()
+                    .map(|v| (name.as_str().to_owned().into(), v.into())),
+            );
         }
     }
     shown.headers = headers;

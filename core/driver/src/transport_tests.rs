@@ -337,7 +337,7 @@ fn the_logged_request_follows_the_request_hook() {
     let headers: Vec<(&str, &str)> = logged
         .headers
         .iter()
-        .map(|(n, v)| (n.as_str(), v.as_str()))
+        .map(|(n, v)| (n.as_ref(), v.as_ref()))
         .collect();
     assert_eq!(
         headers,

@@ -14,6 +14,7 @@ use super::grpc::{GrpcEncodeError, GrpcResponseDecoder, encode_grpc_call};
 use super::protojson::{DecodeError, Path, short};
 use super::sse::{SseDecoder, SseError, SseEvent};
 use super::types::{ListTasksParams, SendMessageRequest, StreamResponse, Task, TaskPage};
+use crate::io::HeaderText;
 use core::time::Duration;
 use serde::ser::{Serialize, SerializeMap, Serializer};
 use serde_json::{Map, Value};
@@ -271,7 +272,7 @@ pub struct EncodedRequest {
     /// Full URL.
     pub url: String,
     /// Headers in sending order.
-    pub headers: Vec<(String, String)>,
+    pub headers: Vec<(HeaderText, HeaderText)>,
     /// Body bytes (empty when there is no body).
     pub body: Vec<u8>,
 }
@@ -640,18 +641,18 @@ fn encode_json_call(
             }
         }
     };
-    let mut headers = vec![("A2A-Version".to_owned(), A2A_VERSION.to_owned())];
+    let mut headers = vec![("A2A-Version".into(), A2A_VERSION.into())];
     if body.is_some() {
-        headers.push(("Content-Type".to_owned(), "application/json".to_owned()));
+        headers.push(("Content-Type".into(), "application/json".into()));
     }
     let accept = if kind.is_streaming() {
         "text/event-stream"
     } else {
         "application/json"
     };
-    headers.push(("Accept".to_owned(), accept.to_owned()));
+    headers.push(("Accept".into(), accept.into()));
     if let Some(x) = extensions_header(extensions) {
-        headers.push(("A2A-Extensions".to_owned(), x));
+        headers.push(("A2A-Extensions".into(), x.into()));
     }
     EncodedRequest {
         method,

@@ -51,7 +51,7 @@ pub fn logged_request(op: u64, headers: &[(&str, &str)], body: &str) -> HttpRequ
     r.agent = "agentA".into();
     r.headers = headers
         .iter()
-        .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+        .map(|(k, v)| ((*k).to_owned().into(), (*v).to_owned().into()))
         .collect();
     r.body = body.as_bytes().to_vec();
     r.correlation = std::sync::Arc::new(Correlation {

@@ -12,6 +12,7 @@ use crate::a2a::binding::{A2A_VERSION, A2aCall, CallKind, DecodeLimits, Response
 use crate::a2a::error::{ProtocolError, codes, redact_str};
 use crate::a2a::protojson::short;
 use crate::a2a::types::{StreamResponse, Task, TaskPage};
+use crate::io::HeaderText;
 use core::time::Duration;
 
 /// The fully qualified service name.
@@ -24,7 +25,7 @@ pub struct GrpcRequest {
     /// `/lf.a2a.v1.A2AService/<Method>`.
     pub path: String,
     /// Lower-case metadata in sending order.
-    pub headers: Vec<(String, String)>,
+    pub headers: Vec<(HeaderText, HeaderText)>,
     /// The framed request message.
     pub body: Vec<u8>,
 }
@@ -128,15 +129,15 @@ pub fn encode_grpc_call(
     let len = message.len();
     let body = encode_frame(&message).ok_or(GrpcEncodeError::TooLarge(len))?;
     let mut headers = vec![
-        ("content-type".to_owned(), "application/grpc".to_owned()),
-        ("te".to_owned(), "trailers".to_owned()),
-        ("a2a-version".to_owned(), A2A_VERSION.to_owned()),
+        ("content-type".into(), "application/grpc".into()),
+        ("te".into(), "trailers".into()),
+        ("a2a-version".into(), A2A_VERSION.into()),
     ];
     if let Some(x) = extensions_header(extensions) {
-        headers.push(("a2a-extensions".to_owned(), x));
+        headers.push(("a2a-extensions".into(), x.into()));
     }
     if let Some(t) = timeout {
-        headers.push(("grpc-timeout".to_owned(), grpc_timeout(t)));
+        headers.push(("grpc-timeout".into(), grpc_timeout(t).into()));
     }
     Ok(GrpcRequest {
         path: format!("/{GRPC_SERVICE}/{}", call.kind().method_name()),
