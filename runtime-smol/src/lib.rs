@@ -28,7 +28,7 @@
 //! # async fn demo(cards: Vec<a2at_smol::AgentCard>) {
 //! let engine = Engine::builder(cards).build().expect("valid cards");
 //! let host = ControlPointBuilder::new()
-//!     .on_task(|req| async move { Ok(MessageContent::text(req.instruction)) })
+//!     .on_task(|req| async move { Ok(MessageContent::text(&req.instruction)) })
 //!     .build();
 //! let workflow = parse_and_validate(r#"{"steps": [{"name": "ask",
 //!     "subtasks": [{"agent": "alpha", "description": "say hello"}]}]}"#).unwrap();
