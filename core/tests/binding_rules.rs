@@ -1,10 +1,13 @@
 //! Rules of the bindings (`core/src/a2a/binding.rs`) that the mutation run of that file showed
-//! were not yet pinned down, each stated against what a caller sees: the text of a binding and
-//! the items a [`ResponseDecoder`] yields.
+//! were not yet pinned down, each stated against what a caller sees: the text of a binding, the
+//! interface chosen from a card, and the items a [`ResponseDecoder`] yields.
 
 mod common;
 
-use a2at_core::a2a::{Binding, CallKind, DecodeLimits, ResponseDecoder, ResponseItem};
+use a2at_core::a2a::binding::grpc_base_url;
+use a2at_core::a2a::{
+    AgentCard, Binding, CallKind, DecodeLimits, ResponseDecoder, ResponseItem, select_endpoint,
+};
 use common::describe;
 use proptest::prelude::*;
 use serde_json::json;
@@ -139,5 +142,39 @@ fn a_rest_stream_unwraps_only_events_shaped_as_json_rpc_responses() {
             "task:TASK_STATE_COMPLETED",
             "end:3"
         ]
+    );
+}
+
+fn card_with(interfaces: serde_json::Value) -> AgentCard {
+    AgentCard::from_json_value(
+        &json!({"name": "agent-x", "capabilities": {}, "supportedInterfaces": interfaces}),
+    )
+    .unwrap()
+}
+
+// Rule: square brackets belong only around an IPv6 literal (RFC 3986 §3.2.2): a gRPC target or
+// URL whose host holds one anywhere else is no usable interface, so selection passes over it to
+// the next gRPC interface instead of handing the driver an address it cannot dial.
+#[test]
+fn a_bracket_outside_an_ipv6_literal_makes_a_grpc_interface_unusable() {
+    for url in [
+        "a]b:1",
+        "a[b:1",
+        "dns:///h]:1",
+        "http://a]b:1",
+        "https://h[x/p",
+    ] {
+        assert_eq!(grpc_base_url(url), None, "{url:?}");
+        let card = card_with(json!([
+            {"url": url, "protocolBinding": "GRPC", "protocolVersion": "1.0"},
+            {"url": "g.example:1", "protocolBinding": "GRPC", "protocolVersion": "1.0"}
+        ]));
+        let chosen = select_endpoint(&card, Some(Binding::Grpc)).unwrap();
+        assert_eq!(chosen.url, "http://g.example:1", "{url:?}");
+    }
+    assert_eq!(grpc_base_url("[::1]:1").as_deref(), Some("http://[::1]:1"));
+    assert_eq!(
+        grpc_base_url("https://[::1]/p").as_deref(),
+        Some("https://[::1]/p")
     );
 }
