@@ -158,7 +158,8 @@ fn split_host_port(s: &str) -> Option<(&str, Option<u16>)> {
         && host.bytes().all(|b| {
             b.is_ascii_alphanumeric() || matches!(b, b'-' | b'.' | b'_' | b'[' | b']' | b':')
         });
-    if !valid_host || (!host.starts_with('[') && host.contains(':')) {
+    // Brackets and colons only belong inside an IPv6 literal (RFC 3986 §3.2.2).
+    if !valid_host || (!host.starts_with('[') && host.contains([':', '[', ']'])) {
         return None;
     }
     let port = match port {
