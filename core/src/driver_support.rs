@@ -48,7 +48,7 @@ static DEFAULTS: Defaults = Defaults;
 /// use a2at_core::host::{MessageContent, RouteDecision};
 ///
 /// let host = ControlPointBuilder::new()
-///     .on_task(|req| async move { Ok(MessageContent::text(req.instruction.clone())) })
+///     .on_task(|req| async move { Ok(MessageContent::text(&req.instruction)) })
 ///     .on_route(|_| async { Ok(RouteDecision::allow(None)) })
 ///     .build();
 /// # let _ = host;

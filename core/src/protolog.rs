@@ -442,8 +442,7 @@ fn render_headers<N: AsRef<str>, V: AsRef<str>>(
     } else {
         let h: Vec<String> = headers
             .iter()
-            .map(|(n, v)| (n.as_ref(), v.as_ref()))
-            .map(|(n, v)| format!("{n}: {}", redact_header(n, v)))
+            .map(|(n, v)| format!("{}: {}", n.as_ref(), redact_header(n.as_ref(), v.as_ref())))
             .collect();
         let _ = write!(out, "\nheaders: {}", h.join(", "));
     }

@@ -26,7 +26,7 @@
 //! body or message text is recorded.
 
 use a2at_core::a2a::Binding;
-use a2at_core::host::HostRequest;
+use a2at_core::host::{HostRequest, TaskRequest};
 use a2at_core::io::{HttpRequest, OpPurpose, TransportErrorKind};
 use a2at_core::tracectx::{TRACEPARENT, TraceParent};
 use tracing::Span;
@@ -271,6 +271,15 @@ impl RunSpans {
         span
     }
 
+    /// The span of the subtask `request` asks about.
+    fn subtask_of(&mut self, request: &TaskRequest) -> Span {
+        self.subtask(
+            &request.step_name,
+            request.subtask_index,
+            &request.agent_name,
+        )
+    }
+
     /// The span of subtask `index` of `step`, opened under its step the first time.
     fn subtask(&mut self, step: &str, index: u32, agent: &str) -> Span {
         let key = (step.to_owned(), index);
@@ -319,15 +328,11 @@ impl RunSpans {
     /// negotiation round of an `on_negotiation` call on the subtask.
     pub(crate) fn for_host_call(&mut self, request: &HostRequest) -> Option<Span> {
         match request {
-            HostRequest::Task(t) => {
-                Some(self.subtask(&t.step_name, t.subtask_index, &t.agent_name))
-            }
-            HostRequest::SelfTask(t) => {
-                Some(self.subtask(&t.step_name, t.subtask_index, &t.agent_name))
-            }
+            HostRequest::Task(t) => Some(self.subtask_of(t)),
+            HostRequest::SelfTask(t) => Some(self.subtask_of(t)),
             HostRequest::Negotiation(n) => {
                 let t = &n.task;
-                let span = self.subtask(&t.step_name, t.subtask_index, &t.agent_name);
+                let span = self.subtask_of(t);
                 if let Some(ctx) = n.context().ok().filter(|_| !span.is_disabled()) {
                     span.record("a2a.negotiation.round", ctx.round);
                     self.rounds
@@ -335,10 +340,7 @@ impl RunSpans {
                 }
                 Some(span)
             }
-            HostRequest::InputRequired(r) => {
-                let t = &r.task;
-                Some(self.subtask(&t.step_name, t.subtask_index, &t.agent_name))
-            }
+            HostRequest::InputRequired(r) => Some(self.subtask_of(&r.task)),
             HostRequest::Route(r) => Some(self.step(&r.step_name)),
         }
     }
