@@ -127,6 +127,8 @@ mod auth;
 mod cards;
 mod config;
 mod discovery;
+#[cfg(test)]
+mod dispatch_tests;
 mod engine;
 mod error;
 mod events;

@@ -684,8 +684,60 @@ pub(crate) fn spawn_abortable<R: Runtime>(
     let (handle, registration) = AbortHandle::new_pair();
     // Boxed once here, the task moves as a pointer through the wrappers and into the
     // runtime's task instead of being copied at each step.
-    R::spawn(Abortable::new(Box::pin(task), registration).map(|_| ()));
+    R::spawn(DroppedInDispatch::new(Abortable::new(
+        Box::pin(task),
+        registration,
+    )));
     handle
+}
+
+/// A spawned task that is polled, and dropped, under the tracing dispatcher that was current
+/// when it was spawned.
+///
+/// When a span closes, the subscriber's registry releases the span's hold on its parent
+/// through whichever dispatcher is current on that thread, not the span's own. An aborted
+/// exchange keeps its future (and the exchange's span) until the task itself is dropped, which
+/// the executor does after the last poll, outside any scoped dispatcher: the exchange's span
+/// then closed, but its subtask, step and run spans never did, and were never exported, when
+/// the host had installed its subscriber with `with_default` rather than globally.
+struct DroppedInDispatch<F: std::future::Future + Unpin> {
+    dispatch: tracing::Dispatch,
+    task: Option<F>,
+}
+
+impl<F: std::future::Future + Unpin> DroppedInDispatch<F> {
+    fn new(task: F) -> Self {
+        DroppedInDispatch {
+            dispatch: tracing::dispatcher::get_default(tracing::Dispatch::clone),
+            task: Some(task),
+        }
+    }
+}
+
+impl<F: std::future::Future + Unpin> std::future::Future for DroppedInDispatch<F> {
+    type Output = ();
+
+    fn poll(mut self: std::pin::Pin<&mut Self>, cx: &mut std::task::Context<'_>) -> Poll<()> {
+        let this = &mut *self;
+        tracing::dispatcher::with_default(&this.dispatch, || {
+            let Some(task) = this.task.as_mut() else {
+                return Poll::Ready(());
+            };
+            let polled = std::pin::Pin::new(task).poll(cx);
+            if polled.is_ready() {
+                this.task = None;
+            }
+            polled.map(drop)
+        })
+    }
+}
+
+impl<F: std::future::Future + Unpin> Drop for DroppedInDispatch<F> {
+    fn drop(&mut self) {
+        if let Some(task) = self.task.take() {
+            tracing::dispatcher::with_default(&self.dispatch, || drop(task));
+        }
+    }
 }
 
 /// Microseconds since the run's (or operation's) epoch, read from the runtime's clock.
