@@ -49,7 +49,7 @@
 //!     }
 //! };
 //! assert!(result.success);
-//! assert_eq!(result.step_outputs["local"]["sum up"], vec![serde_json::json!("ok")]);
+//! assert_eq!(result.step_outputs()["local"]["sum up"], vec![serde_json::json!("ok")]);
 //! ```
 //!
 //! Authorization-T and Notification-T, which are independent of any workflow, have their own

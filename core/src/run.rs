@@ -40,7 +40,7 @@ use crate::ids::{CallId, IdGenerator, StepId, TaskKey, task_uuid};
 use crate::io::{ApiMisuse, Input, Output};
 use crate::machine::{CallOwner, Ctx, TimerKey, emit, emit_deferred, object};
 use crate::remote::{self, Env, Invocation, Routed};
-use crate::result::{ExecutionResult, RunError, StepReport, StepStatus};
+use crate::result::{ExecutionResult, RunError, StepReport, StepStatus, task_key};
 use crate::time::Timestamp;
 use crate::tracectx::TraceContext;
 use crate::workflow::{ContextSources, EdgeTarget, StepType, ValidatedWorkflow};
@@ -345,7 +345,7 @@ impl Run {
             }
         }
         let (step_outputs, history) = match result {
-            Some(r) => (r.step_outputs.clone(), r.history.clone()),
+            Some(r) => (owned_outputs(r), r.history.clone()),
             None => {
                 let outputs = self
                     .workflow
@@ -563,7 +563,6 @@ impl Run {
 
     fn finish(&mut self) {
         let success = self.failure.is_none();
-        let mut step_outputs = BTreeMap::new();
         let mut reports = Vec::new();
         for id in self.workflow.step_ids() {
             let step = self.workflow.step(id);
@@ -579,19 +578,12 @@ impl Run {
                 name: step.name.clone(),
                 status,
             });
-            if matches!(
-                state.phase,
-                Phase::Succeeded | Phase::Failed | Phase::Routing
-            ) {
-                step_outputs.insert(step.name.clone(), self.outputs_of(id));
-            }
         }
         let result = ExecutionResult {
             execution_id: self.ctx.execution_id.clone(),
             success,
             error: self.failure.clone(),
             history: self.take_history(),
-            step_outputs,
             steps: reports,
         };
         emit!(
@@ -611,7 +603,7 @@ impl Run {
             let result = Arc::clone(&result);
             move || {
                 let history = serde_json::to_value(&result.history).unwrap_or(Value::Null);
-                let outputs = serde_json::to_value(&result.step_outputs).unwrap_or(Value::Null);
+                let outputs = serde_json::to_value(result.step_outputs()).unwrap_or(Value::Null);
                 let execution_id = Value::from(result.execution_id.as_str());
                 match &result.error {
                     None => object([
@@ -633,8 +625,7 @@ impl Run {
         self.finished = Some(result);
     }
 
-    /// The results in the order they finished, moved out of the step table: the run has ended
-    /// and step_outputs were taken before.
+    /// The results in the order they finished, moved out of the step table: the run has ended.
     fn take_history(&mut self) -> Vec<TaskExecutionResult> {
         let order = std::mem::take(&mut self.finish_order);
         // Sized up front: collected through a filter, the list would grow by doubling and keep
@@ -651,7 +642,7 @@ impl Run {
         history
     }
 
-    /// step_outputs for one step: task key → outputs; cancelled subtasks are left out.
+    /// A step's outputs so far: task key → outputs; cancelled subtasks are left out.
     fn outputs_of(&self, id: StepId) -> BTreeMap<String, Vec<Value>> {
         let step = self.workflow.step(id);
         let mut seen: BTreeMap<&str, usize> = BTreeMap::new();
@@ -665,12 +656,9 @@ impl Run {
                 continue;
             }
             let sub = &step.subtasks[i];
-            let key = if seen.get(sub.description.as_str()).copied().unwrap_or(0) > 1 {
-                format!("{} [{}#{}]", sub.description, sub.agent, i)
-            } else {
-                sub.description.clone()
-            };
-            out.insert(key, result.outputs.clone());
+            let repeated = seen.get(sub.description.as_str()).copied().unwrap_or(0) > 1;
+            let key = task_key(&sub.description, &sub.agent, i as u32, repeated);
+            out.insert(key.into_owned(), result.outputs.clone());
         }
         out
     }
@@ -1349,6 +1337,22 @@ fn results_value(results: &[Arc<TaskExecutionResult>]) -> Value {
 }
 
 /// The payload of a `task_status_changed` event.
+/// A finished run's outputs as the progress snapshot holds them: owned, so that the snapshot
+/// outlives the result.
+fn owned_outputs(result: &ExecutionResult) -> BTreeMap<String, BTreeMap<String, Vec<Value>>> {
+    result
+        .step_outputs()
+        .into_iter()
+        .map(|(step, tasks)| {
+            let tasks = tasks
+                .into_iter()
+                .map(|(key, outputs)| (key.into_owned(), outputs.to_vec()))
+                .collect();
+            (step.to_owned(), tasks)
+        })
+        .collect()
+}
+
 fn status_changed(workflow: &ValidatedWorkflow, key: TaskKey, status: &str) -> Value {
     let step = workflow.step(key.step);
     json!({

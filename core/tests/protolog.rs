@@ -478,7 +478,6 @@ fn summary_lines_name_failures_skipped_steps_and_the_end_without_secrets() {
             message: "Step execution failed".into(),
         }),
         history: vec![failed],
-        step_outputs: Default::default(),
         steps: vec![
             StepReport {
                 name: "check".into(),

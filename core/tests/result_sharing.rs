@@ -76,7 +76,7 @@ fn dropping_the_run_leaves_the_output_the_only_owner() {
     let owned =
         Arc::try_unwrap(result).expect("nothing else holds the result once the run is gone");
     assert_eq!(
-        owned.step_outputs["local"]["sum up"],
+        owned.step_outputs()["local"]["sum up"],
         vec![serde_json::json!("out of local")]
     );
 }

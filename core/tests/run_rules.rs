@@ -276,6 +276,13 @@ fn progress_lists_outputs_only_of_steps_that_have_some_and_counts_subtasks_in_fl
     let p = run.progress();
     assert!(p.finished);
     assert!(p.in_flight.is_empty(), "{:?}", p.in_flight);
+    let with_outputs: Vec<&str> = p.step_outputs.keys().map(String::as_str).collect();
+    assert_eq!(
+        with_outputs,
+        ["a", "b", "c"],
+        "a finished run shows its result's"
+    );
+    assert_eq!(p.step_outputs["c"]["do c"], vec![json!("out of c")]);
 }
 
 #[test]

@@ -28,6 +28,7 @@ async fn main() {
     let result = run.result().await;
     println!(
         "success: {}, outputs: {:?}",
-        result.success, result.step_outputs
+        result.success,
+        result.step_outputs()
     );
 }

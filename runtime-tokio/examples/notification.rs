@@ -97,7 +97,8 @@ async fn main() {
         .await;
     println!(
         "workflow: success={} outputs={:?}",
-        result.success, result.step_outputs
+        result.success,
+        result.step_outputs()
     );
 
     match sub.acknowledgement().await {

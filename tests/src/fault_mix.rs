@@ -159,7 +159,7 @@ pub fn comparable(r: &ExecutionResult) -> Value {
         "success": r.success,
         "error": r.error.as_ref().map(|e| &e.code),
         "steps": r.steps.iter().map(|s| format!("{}:{:?}", s.name, s.status)).collect::<Vec<_>>(),
-        "outputs": r.step_outputs,
+        "outputs": r.step_outputs(),
         "tasks": tasks,
     })
 }

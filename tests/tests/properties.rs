@@ -4,7 +4,9 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use a2at_core::event::{EventSelection, EventType};
+use a2at_core::host::TaskStatus;
 use a2at_core::io::{Input, OpPurpose, Output};
+use a2at_core::result::StepStatus;
 use a2at_tests::random_scenario::{AGENTS, Scenario, build, build_selecting, scenario};
 use a2at_tests::{Observed, SimOutcome};
 use proptest::prelude::*;
@@ -63,6 +65,38 @@ fn check_invariants(s: &Scenario, out: &SimOutcome) -> Result<(), TestCaseError>
                 "s{target} started before all route decisions of {from_name} ({decided_before}/{out_edges})"
             );
         }
+    }
+
+    // A step that ran to its end has a result for each of its subtasks, and its outputs list
+    // every one not cancelled; a step that did not (not run, skipped, cancelled) has none.
+    let outputs = result.step_outputs();
+    for (i, report) in result.steps.iter().enumerate() {
+        let ran = matches!(report.status, StepStatus::Succeeded | StepStatus::Failed);
+        prop_assert_eq!(
+            outputs.contains_key(report.name.as_str()),
+            ran,
+            "{}",
+            report.name
+        );
+        if !ran {
+            continue;
+        }
+        let results: Vec<_> = result
+            .history
+            .iter()
+            .filter(|r| r.step_name == report.name)
+            .collect();
+        prop_assert_eq!(results.len(), s.steps[i].1.len(), "{}", report.name);
+        let expected: BTreeSet<&str> = results
+            .iter()
+            .filter(|r| r.status != TaskStatus::Cancelled)
+            .map(|r| r.task_description.as_str())
+            .collect();
+        let keys: BTreeSet<&str> = outputs[report.name.as_str()]
+            .keys()
+            .map(|key| key.as_ref())
+            .collect();
+        prop_assert_eq!(keys, expected, "{}", report.name);
     }
 
     // No send after cancellation, and none for a task after its result.

@@ -95,10 +95,104 @@ fn subtasks_sharing_a_description_keep_their_outputs_apart() {
         RunStart::default(),
     );
     assert!(out.result().success);
-    let outputs = &out.result().step_outputs["s"];
-    let keys: Vec<&str> = outputs.keys().map(String::as_str).collect();
+    let all = out.result().step_outputs();
+    let outputs = &all["s"];
+    let keys: Vec<&str> = outputs.keys().map(|key| key.as_ref()).collect();
     assert_eq!(keys, ["other", "same [alpha#0]", "same [beta#1]"]);
     assert!(outputs.values().all(|v| !v.is_empty()));
+}
+
+/// A description repeated within a step is counted over all of the step's subtasks, the
+/// cancelled ones too: the winner of a race keeps its agent and index in its key even though
+/// its twin, cancelled, has no outputs.
+#[test]
+fn a_repeated_description_keeps_its_suffix_when_its_twin_was_cancelled() {
+    let wf = json!({"steps": [{"name": "race", "step_type": "any_success", "subtasks": [
+        {"agent": "slow", "description": "same"}, {"agent": "fast", "description": "same"}]}]});
+    let agents = vec![
+        ScriptedAgent::new("slow").by_default(Plan::States(vec!["TASK_STATE_WORKING"])),
+        ScriptedAgent::new("fast").by_default(Plan::Delayed(
+            Duration::from_millis(600),
+            Box::new(Plan::States(vec!["TASK_STATE_COMPLETED"])),
+        )),
+    ];
+    let out = sim(
+        wf,
+        agents,
+        ScriptedHost::default(),
+        RunConfig::default(),
+        RunStart::default(),
+    );
+    let result = out.result();
+    assert!(result.success, "{:?}", result.error);
+    assert_eq!(result.history.len(), 2, "the cancelled twin has its result");
+    let all = result.step_outputs();
+    let keys: Vec<&str> = all["race"].keys().map(|key| key.as_ref()).collect();
+    assert_eq!(keys, ["same [fast#1]"]);
+}
+
+/// A step that ran to its end has an entry even without subtasks, and a failed step keeps its
+/// failures' (empty) outputs.
+#[test]
+fn a_step_that_ran_has_an_entry_even_when_it_has_no_subtasks_or_failed() {
+    let wf = json!({"steps": [
+        {"name": "empty", "step_type": "any_success"},
+        {"name": "bad", "subtasks": [{"agent": "bad", "description": "b"}]}
+    ], "edges": [{"from": "empty", "to": "bad"}]});
+    let agents =
+        vec![ScriptedAgent::new("bad").by_default(Plan::States(vec!["TASK_STATE_FAILED"]))];
+    let out = sim(
+        wf,
+        agents,
+        ScriptedHost::default(),
+        RunConfig::default(),
+        RunStart::default(),
+    );
+    let result = out.result();
+    assert!(!result.success);
+    let all = result.step_outputs();
+    let steps: Vec<&str> = all.keys().copied().collect();
+    assert_eq!(steps, ["bad", "empty"]);
+    assert!(all["empty"].is_empty());
+    assert_eq!(all["bad"]["b"], Vec::<Value>::new());
+}
+
+/// A result written as JSON carries its step outputs between the history and the steps, and
+/// reads back into the same result.
+#[test]
+fn a_result_written_as_json_carries_its_step_outputs_and_reads_back_the_same() {
+    let wf = json!({"steps": [{"name": "s", "subtasks": [
+        {"agent": "alpha", "description": "same"},
+        {"agent": "beta", "description": "same"},
+        {"agent": "alpha", "description": "other"}
+    ]}]});
+    let out = sim(
+        wf,
+        vec![ScriptedAgent::new("alpha"), ScriptedAgent::new("beta")],
+        ScriptedHost::default(),
+        RunConfig::default(),
+        RunStart::default(),
+    );
+    let result = out.result();
+    let text = serde_json::to_string(result).expect("a result is JSON");
+    let history_at = text.find("\"history\"").expect("history");
+    let outputs_at = text.find("\"step_outputs\"").expect("step_outputs");
+    let steps_at = text.find("\"steps\"").expect("steps");
+    assert!(history_at < outputs_at && outputs_at < steps_at, "{text}");
+    let json: Value = serde_json::from_str(&text).expect("valid JSON");
+    assert_eq!(
+        json["step_outputs"]["s"]["same [beta#1]"],
+        json!(["done: same"])
+    );
+    assert_eq!(json["step_outputs"]["s"]["other"], json!(["done: other"]));
+    assert_eq!(
+        json["step_outputs"],
+        serde_json::to_value(result.step_outputs()).expect("outputs are JSON")
+    );
+    let back: a2at_core::result::ExecutionResult =
+        serde_json::from_str(&text).expect("a result reads back");
+    assert_eq!(&back, result);
+    assert_eq!(back.step_outputs(), result.step_outputs());
 }
 
 /// A run reports the execution id it was configured with.

@@ -69,7 +69,7 @@ fn a_chain_of_remote_steps_completes_with_outputs_history_and_ordered_events() {
         .collect();
     assert_eq!(order, ["a", "b", "c"]);
     assert_eq!(
-        result.step_outputs["b"]["second"],
+        result.step_outputs()["b"]["second"],
         vec![json!("done: second")]
     );
     let types = out.event_types();
@@ -205,7 +205,7 @@ fn self_loop_steps_call_the_host_and_never_touch_the_network() {
     assert!(out.result().success);
     assert!(transmits(&out).is_empty());
     assert_eq!(
-        out.result().step_outputs["local"]["x"],
+        out.result().step_outputs()["local"]["x"],
         vec![json!({"n": [1, [2, 3]]}), json!("x")]
     );
     assert!(
@@ -333,8 +333,8 @@ fn any_success_takes_the_first_success_and_cancels_the_others_remote_tasks() {
     let slow = r.history.iter().find(|h| h.agent_name == "slow").unwrap();
     assert_eq!(slow.status, a2at_core::host::TaskStatus::Cancelled);
     assert_eq!(out.requests_to("slow", "CancelTask").len(), 1);
-    assert!(!r.step_outputs["race"].contains_key("s"));
-    assert_eq!(r.step_outputs["race"]["f"], vec![json!("done: f")]);
+    assert!(!r.step_outputs()["race"].contains_key("s"));
+    assert_eq!(r.step_outputs()["race"]["f"], vec![json!("done: f")]);
 }
 
 #[test]
@@ -354,7 +354,7 @@ fn any_success_with_zero_subtasks_succeeds_and_all_failures_fail() {
     );
     assert!(!out.result().success);
     assert_eq!(
-        out.result().step_outputs["race"].len(),
+        out.result().step_outputs()["race"].len(),
         2,
         "completed failures are kept"
     );
@@ -757,7 +757,7 @@ fn a_bare_message_answer_is_a_standalone_completion() {
     );
     assert!(out.result().success);
     assert_eq!(
-        out.result().step_outputs["s"]["x"],
+        out.result().step_outputs()["s"]["x"],
         vec![json!("hello back")]
     );
 }
@@ -773,7 +773,10 @@ fn streaming_and_rest_agents_complete_the_same_way() {
             json!({"steps": [{"name": "s", "subtasks": [{"agent": "alpha", "description": "x"}]}]});
         let out = run(wf, vec![agent], ScriptedHost::default());
         assert!(out.result().success, "{:?}", out.result().error);
-        assert_eq!(out.result().step_outputs["s"]["x"], vec![json!("done: x")]);
+        assert_eq!(
+            out.result().step_outputs()["s"]["x"],
+            vec![json!("done: x")]
+        );
     }
 }
 
@@ -888,7 +891,10 @@ fn a_stream_that_ends_before_a_final_state_is_followed_by_get_task_polling() {
         assert!(out.result().success, "{:?}", out.result().history[0].error);
         assert_eq!(out.requests_to("alpha", "SendStreamingMessage").len(), 1);
         assert_eq!(out.requests_to("alpha", "GetTask").len(), 1);
-        assert_eq!(out.result().step_outputs["s"]["x"], vec![json!("done: x")]);
+        assert_eq!(
+            out.result().step_outputs()["s"]["x"],
+            vec![json!("done: x")]
+        );
         let updates = out.events("agent_status_update");
         assert!(
             updates.len() >= 3,

@@ -1124,7 +1124,6 @@ fn refused(execution_id: String, seed: u64, error: a2at_core::result::RunError) 
         success: false,
         error: Some(error),
         history: Vec::new(),
-        step_outputs: Default::default(),
         steps: Vec::new(),
     });
     RunHandle {

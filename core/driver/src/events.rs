@@ -145,7 +145,6 @@ impl RunHandle {
                     .into(),
             }),
             history: Vec::new(),
-            step_outputs: Default::default(),
             steps: Vec::new(),
         })
     }

@@ -316,7 +316,6 @@ impl Journaling {
                 message: format!("the run stopped: its journal cannot be written ({error})"),
             }),
             history: Vec::new(),
-            step_outputs: Default::default(),
             steps: Vec::new(),
         }
     }

@@ -19,7 +19,7 @@ pub fn chain<D: Driver>() {
     let e = check::<D>(&s);
     assert!(e.result.success, "{:?}", e.result.error);
     assert_eq!(
-        e.result.step_outputs["c"]["third"],
+        e.result.step_outputs()["c"]["third"],
         vec![json!("done: third")]
     );
     assert_eq!(e.requests("alpha"), ["SendMessage", "SendMessage"]);
@@ -51,7 +51,7 @@ pub fn self_loop_never_touches_the_network<D: Driver>() {
     let e = check::<D>(&s);
     assert!(e.result.success, "{:?}", e.result.error);
     assert_eq!(
-        e.result.step_outputs["local"]["sum"],
+        e.result.step_outputs()["local"]["sum"],
         vec![json!("local: sum")]
     );
     assert_eq!(e.requests("alpha"), ["SendMessage"]);
@@ -76,7 +76,7 @@ pub fn conditional_routing_with_a_denied_edge<D: Driver>() {
     });
     let e = check::<D>(&s);
     assert!(e.result.success, "{:?}", e.result.error);
-    assert!(!e.result.step_outputs.contains_key("bad"));
+    assert!(!e.result.step_outputs().contains_key("bad"));
     assert_eq!(e.requests("alpha"), ["SendMessage"; 2]);
 }
 
@@ -91,7 +91,7 @@ pub fn streaming_and_blocking_agents_on_both_bindings<D: Driver>() {
     let e = check::<D>(&s);
     assert!(e.result.success, "{:?}", e.result.error);
     assert_eq!(e.requests("rest_sse"), ["SendStreamingMessage"]);
-    assert_eq!(e.result.step_outputs["all"]["d"], vec![json!("done: d")]);
+    assert_eq!(e.result.step_outputs()["all"]["d"], vec![json!("done: d")]);
 }
 
 pub fn a_working_task_is_polled_until_it_completes<D: Driver>() {

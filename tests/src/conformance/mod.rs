@@ -288,7 +288,7 @@ impl Execution {
             "success": r.success,
             "error": r.error.as_ref().map(|e| &e.code),
             "steps": steps,
-            "step_outputs": r.step_outputs,
+            "step_outputs": r.step_outputs(),
             "tasks": tasks,
             "requests": requests,
         })

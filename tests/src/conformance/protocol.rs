@@ -53,5 +53,5 @@ pub fn a_bare_message_answer_is_a_success<D: Driver>() {
     );
     let e = check::<D>(&s);
     assert_eq!(e.result.history[0].status, TaskStatus::Success);
-    assert_eq!(e.result.step_outputs["m"]["hi"], vec![json!("hello")]);
+    assert_eq!(e.result.step_outputs()["m"]["hi"], vec![json!("hello")]);
 }

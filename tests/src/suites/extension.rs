@@ -743,7 +743,7 @@ pub fn failing_extensions_leave_a_concurrent_workflow_unchanged<T: TestRuntime>(
         assert!(stuck.is_active());
 
         assert!(result.success);
-        assert_eq!(result.step_outputs, baseline.step_outputs);
+        assert_eq!(result.step_outputs(), baseline.step_outputs());
         assert_eq!(result.history.len(), baseline.history.len());
         // XS-9: the extension sender has its own transport; the engine's client saw only the run.
         assert_eq!(engine.http_client().requests_sent(), before + 1);

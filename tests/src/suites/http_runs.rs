@@ -60,11 +60,11 @@ pub async fn run_fan_out<T: TestRuntime>(agents: Vec<ScriptedAgent>) {
     assert!(result.success, "{:?}", result.error);
     assert_eq!(result.history.len(), 4);
     assert_eq!(
-        result.step_outputs["fan"]["part two"],
+        result.step_outputs()["fan"]["part two"],
         vec![json!("done: part two")]
     );
     assert_eq!(
-        result.step_outputs["good"]["finish"],
+        result.step_outputs()["good"]["finish"],
         vec![json!("done: finish")]
     );
     let bad = result.steps.iter().find(|s| s.name == "bad").unwrap();

@@ -133,7 +133,7 @@ pub fn a_blocking_agent_completes_on_every_binding<T: TestRuntime>() {
                 .await;
             assert!(r.success, "{binding:?}: {:?}", r.history);
             assert_eq!(
-                r.step_outputs["s"]["hello"],
+                r.step_outputs()["s"]["hello"],
                 vec![json!("echo: hello")],
                 "{binding:?}"
             );
@@ -162,7 +162,7 @@ pub fn a_python_agent_receives_a_traceparent_of_the_run_on_every_binding<T: Test
                 }
                 let r = run.execute().await;
                 assert!(r.success, "{binding:?}: {:?}", r.history);
-                let received = r.step_outputs["s"]["trace me"][0]
+                let received = r.step_outputs()["s"]["trace me"][0]
                     .as_str()
                     .expect("the agent answers with text")
                     .to_owned();
@@ -201,7 +201,7 @@ pub fn a_streaming_agent_delivers_assembled_artifact_chunks_on_every_binding<T: 
                 .await;
             assert!(r.success, "{binding:?}: {:?}", r.history);
             assert_eq!(
-                r.step_outputs["s"]["go"],
+                r.step_outputs()["s"]["go"],
                 vec![json!("chunk1 "), json!("chunk2: go")],
                 "{binding:?}"
             );
@@ -221,7 +221,7 @@ pub fn an_input_required_negotiation_round_trip_completes_on_every_binding<T: Te
                 .await;
             assert!(r.success, "{binding:?}: {:?}", r.history);
             assert_eq!(
-                r.step_outputs["s"]["energy saving"],
+                r.step_outputs()["s"]["energy saving"],
                 vec![json!("agreed after 2 rounds")]
             );
         }
@@ -387,11 +387,11 @@ pub fn a_multi_step_workflow_with_fan_out_and_routing_runs_against_python_agents
                 .await;
             assert!(r.success, "{binding:?}: {:?}", r.error);
             assert_eq!(
-                r.step_outputs["merge"]["m"],
+                r.step_outputs()["merge"]["m"],
                 vec![json!({"summary_of": ["fan", "negotiate"]})]
             );
-            assert_eq!(r.step_outputs["taken"]["t"], vec![json!("echo: t")]);
-            assert!(!r.step_outputs.contains_key("not_taken"));
+            assert_eq!(r.step_outputs()["taken"]["t"], vec![json!("echo: t")]);
+            assert!(!r.step_outputs().contains_key("not_taken"));
             let seen = seen.lock().unwrap();
             assert_eq!(seen.first(), Some(&"start"));
             assert_eq!(seen.last(), Some(&"close"));
@@ -423,7 +423,7 @@ pub fn an_answer_in_the_final_status_message_is_the_output_blocking_and_streamin
                     r.history
                 );
                 assert_eq!(
-                    r.step_outputs["s"]["hi"],
+                    r.step_outputs()["s"]["hi"],
                     vec![json!("reply: hi")],
                     "{binding:?} streaming={streaming}"
                 );
@@ -474,7 +474,7 @@ pub fn a_stream_reset_by_the_network_after_the_task_is_known_still_succeeds<T: T
                 .await;
             assert!(r.success, "{binding:?}: {:?}", r.history);
             assert_eq!(
-                r.step_outputs["s"]["go"],
+                r.step_outputs()["s"]["go"],
                 vec![json!("chunk1 "), json!("chunk2: go")],
                 "{binding:?}"
             );
@@ -527,13 +527,13 @@ pub fn agents_offering_only_grpc_run_without_a_preference<T: TestRuntime>() {
             .execute(wf, RunStart::default(), Arc::new(host()))
             .await;
         assert!(r.success, "{:?}", r.history);
-        assert_eq!(r.step_outputs["a"]["hello"], vec![json!("echo: hello")]);
+        assert_eq!(r.step_outputs()["a"]["hello"], vec![json!("echo: hello")]);
         assert_eq!(
-            r.step_outputs["a"]["go"],
+            r.step_outputs()["a"]["go"],
             vec![json!("chunk1 "), json!("chunk2: go")]
         );
         assert_eq!(
-            r.step_outputs["b"]["n"],
+            r.step_outputs()["b"]["n"],
             vec![json!("agreed after 2 rounds")]
         );
     });

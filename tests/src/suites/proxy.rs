@@ -51,11 +51,11 @@ fn builder<T: TestRuntime>(cards: Vec<a2at_core::a2a::AgentCard>) -> EngineBuild
 fn assert_done(result: &ExecutionResult) {
     assert!(result.success, "{:?} {:?}", result.error, result.history);
     assert_eq!(
-        result.step_outputs["a"]["first"],
+        result.step_outputs()["a"]["first"],
         vec![json!("done: first")]
     );
     assert_eq!(
-        result.step_outputs["b"]["second"],
+        result.step_outputs()["b"]["second"],
         vec![json!("done: second")]
     );
 }

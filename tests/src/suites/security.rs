@@ -1175,7 +1175,7 @@ pub fn grpc_over_tls_negotiates_h2_under_the_same_tls_policy<T: TestRuntime>() {
     // With the CA: the handshake settles on h2 and every exchange is HTTP/2.
     let r = run_alpha::<T>(&engine(&server, with_ca.clone()));
     assert!(r.success, "{:?}", r.history);
-    assert_eq!(r.step_outputs["s"]["x"], vec![json!("done: x")]);
+    assert_eq!(r.step_outputs()["s"]["x"], vec![json!("done: x")]);
     assert!(server.total_requests() > 0);
     assert_eq!(server.http2_requests(), server.total_requests());
     assert!(server.requests("alpha").iter().all(|r| r.grpc));
