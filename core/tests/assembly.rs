@@ -328,3 +328,26 @@ fn the_received_messages_list_is_allocated_to_its_length() {
         assert_eq!(received.capacity(), received.len(), "{items:?}");
     }
 }
+
+#[test]
+fn the_received_artifacts_and_their_parts_are_allocated_to_their_length() {
+    // Kept in the run's history for the whole run, like the list itself.
+    let snapshot = json!({"task":{"id":"t","status":{"state":"TASK_STATE_COMPLETED"},
+        "artifacts":[{"artifactId":"a","parts":[{"text":"x"}]}]}});
+    let streamed = [
+        chunk(false, "a"),
+        chunk(true, "b"),
+        chunk(true, "c"),
+        json!({"artifactUpdate":{"taskId":"t","artifact":{"artifactId":"a2","parts":[{"text":"d"}]}}}),
+        json!({"artifactUpdate":{"taskId":"t","artifact":{"artifactId":"a3","parts":[{"text":"e"}]}}}),
+    ];
+    for items in [vec![snapshot], streamed.to_vec()] {
+        let received = apply_all(&items).into_received_messages();
+        let artifacts = &received.last().expect("the task's entry").artifacts;
+        assert!(!artifacts.is_empty());
+        assert_eq!(artifacts.capacity(), artifacts.len(), "{items:?}");
+        for artifact in artifacts {
+            assert_eq!(artifact.parts.capacity(), artifact.parts.len(), "{items:?}");
+        }
+    }
+}

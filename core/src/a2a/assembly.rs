@@ -97,6 +97,7 @@ impl ResponseAccumulator {
                 self.status_message = t.status.message.clone();
                 self.task_metadata = t.metadata.clone();
                 self.artifacts.clear();
+                self.artifacts.reserve_exact(t.artifacts.len());
                 for a in &t.artifacts {
                     self.merge_artifact(a, false);
                 }
@@ -231,13 +232,20 @@ impl ResponseAccumulator {
             ..ReceivedMessage::default()
         }));
         if self.task_seen {
+            let mut artifacts = self.artifacts;
+            // Pushed one by one, the list (and an appended artifact's parts) has room to spare:
+            // four artifacts' worth for the first one, about 450 bytes kept per remote subtask.
+            artifacts.shrink_to_fit();
+            for artifact in &mut artifacts {
+                artifact.parts.shrink_to_fit();
+            }
             out.push(ReceivedMessage {
                 message: self.status_message,
                 task_id: self.task_id,
                 context_id: self.context_id,
                 task_state: self.state,
                 task_metadata: self.task_metadata,
-                artifacts: self.artifacts,
+                artifacts,
             });
         }
         out
