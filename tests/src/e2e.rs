@@ -476,10 +476,19 @@ async fn run_job<B: BenchRuntime>(job: &str, through_engine: bool) -> Value {
             "runs" => n,
             _ => 1,
         };
-        measure(warmup, iters, || {
+        let mut figures = measure(warmup, iters, || {
             engine_runs(&engine, &workflow, &host, runs)
         })
-        .await
+        .await;
+        if kind == "steps" {
+            // What a finished chain keeps: the live heap while its result is held, over the
+            // heap before it started (the workflow is already built and shared).
+            let before = live_heap();
+            let result = engine.run(workflow.clone(), host.clone()).execute().await;
+            figures["retained_heap"] = json!(live_heap() - before);
+            assert!(result.success, "{:?}", result.error);
+        }
+        figures
     } else {
         match kind {
             "chain" => {
@@ -839,14 +848,15 @@ fn scaling_tables() {
     println!("\n### Scaling with steps: one chain ({runtime})\n");
     println!(
         "| steps | iters | engine wall | direct wall | ratio | engine per step | direct per step \
-         | engine CPU/run | engine peak RSS (growth) | engine allocs / KB per step |"
+         | engine CPU/run | engine peak RSS (growth) | engine allocs / KB per step \
+         | result kept, heap per step |"
     );
-    println!("|---|---|---|---|---|---|---|---|---|---|");
+    println!("|---|---|---|---|---|---|---|---|---|---|---|");
     for (steps, _, _) in STEPS {
         let key = format!("steps-{steps}");
         let (e, d) = (Sample(job(&key, true)), Sample(job(&key, false)));
         println!(
-            "| {steps} | {} | {} | {} | {:.2} | {:.0} µs | {:.0} µs | {} | {} | {} / {:.1} |",
+            "| {steps} | {} | {} | {} | {:.2} | {:.0} µs | {:.0} µs | {} | {} | {} / {:.1} | {:.2} KB |",
             e.iters(),
             ms(e.median()),
             ms(d.median()),
@@ -857,6 +867,7 @@ fn scaling_tables() {
             rss(&e),
             e.allocs_per_iter() / steps as u64,
             e.bytes_per_iter() as f64 / 1024.0 / steps as f64,
+            e.0["retained_heap"].as_f64().unwrap_or(f64::NAN) / 1024.0 / steps as f64,
         );
     }
 
