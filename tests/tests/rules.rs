@@ -24,6 +24,17 @@ fn sim(
     Sim::new(wf, dir, agents, host, config, start).drive_bounded(100_000)
 }
 
+/// [`sim`] with the default host, configuration and start.
+fn sim_with_defaults(workflow: Value, agents: Vec<ScriptedAgent>) -> SimOutcome {
+    sim(
+        workflow,
+        agents,
+        ScriptedHost::default(),
+        RunConfig::default(),
+        RunStart::default(),
+    )
+}
+
 /// When the budget ends while the send's stream of a known task is still open, the stream is
 /// dropped at that moment (the task is known, so it is cancelled instead of read further).
 #[test]
@@ -78,22 +89,25 @@ fn a_budget_expiry_drops_the_open_stream_of_a_known_task_at_once_and_cancels_it(
     assert_eq!(out.requests_to("slow", "CancelTask").len(), 1);
 }
 
-/// Two subtasks of one step with the same description keep both outputs, each under a key
-/// that names its agent and index; a unique description is its own key.
-#[test]
-fn subtasks_sharing_a_description_keep_their_outputs_apart() {
+/// One step whose first two subtasks share a description ("same", on `alpha` then `beta`) and
+/// whose third ("other") is unique, run to its end.
+fn a_step_repeating_a_description() -> SimOutcome {
     let wf = json!({"steps": [{"name": "s", "subtasks": [
         {"agent": "alpha", "description": "same"},
         {"agent": "beta", "description": "same"},
         {"agent": "alpha", "description": "other"}
     ]}]});
-    let out = sim(
+    sim_with_defaults(
         wf,
         vec![ScriptedAgent::new("alpha"), ScriptedAgent::new("beta")],
-        ScriptedHost::default(),
-        RunConfig::default(),
-        RunStart::default(),
-    );
+    )
+}
+
+/// Two subtasks of one step with the same description keep both outputs, each under a key
+/// that names its agent and index; a unique description is its own key.
+#[test]
+fn subtasks_sharing_a_description_keep_their_outputs_apart() {
+    let out = a_step_repeating_a_description();
     assert!(out.result().success);
     let all = out.result().step_outputs();
     let outputs = &all["s"];
@@ -116,13 +130,7 @@ fn a_repeated_description_keeps_its_suffix_when_its_twin_was_cancelled() {
             Box::new(Plan::States(vec!["TASK_STATE_COMPLETED"])),
         )),
     ];
-    let out = sim(
-        wf,
-        agents,
-        ScriptedHost::default(),
-        RunConfig::default(),
-        RunStart::default(),
-    );
+    let out = sim_with_defaults(wf, agents);
     let result = out.result();
     assert!(result.success, "{:?}", result.error);
     assert_eq!(result.history.len(), 2, "the cancelled twin has its result");
@@ -141,13 +149,7 @@ fn a_step_that_ran_has_an_entry_even_when_it_has_no_subtasks_or_failed() {
     ], "edges": [{"from": "empty", "to": "bad"}]});
     let agents =
         vec![ScriptedAgent::new("bad").by_default(Plan::States(vec!["TASK_STATE_FAILED"]))];
-    let out = sim(
-        wf,
-        agents,
-        ScriptedHost::default(),
-        RunConfig::default(),
-        RunStart::default(),
-    );
+    let out = sim_with_defaults(wf, agents);
     let result = out.result();
     assert!(!result.success);
     let all = result.step_outputs();
@@ -161,18 +163,7 @@ fn a_step_that_ran_has_an_entry_even_when_it_has_no_subtasks_or_failed() {
 /// reads back into the same result.
 #[test]
 fn a_result_written_as_json_carries_its_step_outputs_and_reads_back_the_same() {
-    let wf = json!({"steps": [{"name": "s", "subtasks": [
-        {"agent": "alpha", "description": "same"},
-        {"agent": "beta", "description": "same"},
-        {"agent": "alpha", "description": "other"}
-    ]}]});
-    let out = sim(
-        wf,
-        vec![ScriptedAgent::new("alpha"), ScriptedAgent::new("beta")],
-        ScriptedHost::default(),
-        RunConfig::default(),
-        RunStart::default(),
-    );
+    let out = a_step_repeating_a_description();
     let result = out.result();
     let text = serde_json::to_string(result).expect("a result is JSON");
     let history_at = text.find("\"history\"").expect("history");
