@@ -640,3 +640,26 @@ fn a_join_starts_once_after_its_last_predecessor_settled() {
         .count();
     assert_eq!(starts, 3);
 }
+
+/// While the run goes on, its progress keys a repeated description the way its result will:
+/// with the agent and the subtask's index, and a unique description by itself.
+#[test]
+fn progress_keys_a_repeated_description_as_the_result_does() {
+    let subtasks = json!([
+        {"agent": "me", "description": "same"},
+        {"agent": "me", "description": "same"},
+        {"agent": "me", "description": "other"}
+    ]);
+    let (mut run, mut host) = started(json!({"steps": [
+        {"name": "a", "step_type": "SELF_LOOP", "subtasks": subtasks, "next": [{"step": "b"}]},
+        self_step("b", json!([])),
+    ]}));
+    for _ in 0..3 {
+        host.succeed(&mut run, "a");
+    }
+    host.route(&mut run, |_| true);
+    let p = run.progress();
+    assert!(!p.finished, "b is still running");
+    let keys: Vec<&str> = p.step_outputs["a"].keys().map(String::as_str).collect();
+    assert_eq!(keys, ["other", "same [me#0]", "same [me#1]"]);
+}
