@@ -5,6 +5,8 @@
 use std::collections::VecDeque;
 use std::sync::Arc;
 
+mod common;
+
 use a2at_core::agents::AgentDirectory;
 use a2at_core::host::{HostReply, HostRequest, RouteDecision, RouteRequest, TaskResult, codes};
 use a2at_core::result::StepStatus;
@@ -466,19 +468,7 @@ fn the_last_request_of_a_step_takes_the_window_instead_of_copying_it() {
 
 /// A run of one remote subtask addressed to `alpha`, and the host in front of it.
 fn remote_run() -> (Run, Host) {
-    let card = a2at_core::a2a::AgentCard::from_json_value(&json!({
-        "name": "alpha",
-        "description": "the agent",
-        "version": "1.0.0",
-        "supportedInterfaces": [{"url": "http://alpha.test/a2a/rest",
-                                 "protocolBinding": "HTTP+JSON", "protocolVersion": "1.0"}],
-        "capabilities": {"streaming": false},
-        "defaultInputModes": ["text/plain"],
-        "defaultOutputModes": ["text/plain"],
-        "skills": [{"id": "s", "name": "s", "description": "s", "tags": []}]
-    }))
-    .expect("a valid card");
-    let agents = AgentDirectory::new(vec![card], None).expect("a valid directory");
+    let agents = common::alpha_rest();
     let workflow =
         json!({"steps": [{"name": "s", "subtasks": [{"agent": "alpha", "description": "x"}]}]});
     let mut run = Run::new(

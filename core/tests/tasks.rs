@@ -3,7 +3,9 @@
 
 use std::time::Duration;
 
-use a2at_core::a2a::{AgentCard, ListTasksParams, TaskState};
+mod common;
+
+use a2at_core::a2a::{ListTasksParams, TaskState};
 use a2at_core::agents::AgentDirectory;
 use a2at_core::host::codes;
 use a2at_core::io::{Input, TransportError, TransportErrorKind};
@@ -15,22 +17,10 @@ use a2at_core::{HttpRequest, OpId, Timestamp};
 use serde_json::{Value, json};
 
 fn directory() -> AgentDirectory {
-    let card = |name: &str, url: &str, binding: &str| {
-        AgentCard::from_json_value(&json!({
-            "name": name, "description": "d", "version": "1",
-            "supportedInterfaces": [{"url": url, "protocolBinding": binding, "protocolVersion": "1.0"}],
-            "capabilities": {}, "defaultInputModes": [], "defaultOutputModes": [], "skills": []
-        }))
-        .unwrap()
-    };
-    AgentDirectory::new(
-        vec![
-            card("rpc", "http://a/rpc", "JSONRPC"),
-            card("rest", "http://a/rest", "HTTP+JSON"),
-        ],
-        None,
-    )
-    .unwrap()
+    common::directory_of(&[
+        ("rpc", "http://a/rpc", "JSONRPC"),
+        ("rest", "http://a/rest", "HTTP+JSON"),
+    ])
 }
 
 fn start(agent: &str, command: TaskCommand) -> (TaskOperation, HttpRequest) {

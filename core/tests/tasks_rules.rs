@@ -4,8 +4,10 @@
 
 use std::time::Duration;
 
+mod common;
+
+use a2at_core::a2a::ListTasksParams;
 use a2at_core::a2a::grpc::call::grpc_timeout;
-use a2at_core::a2a::{AgentCard, ListTasksParams};
 use a2at_core::agents::AgentDirectory;
 use a2at_core::io::{ApiMisuse, Input, TransportError, TransportErrorKind};
 use a2at_core::tasks::{
@@ -18,23 +20,11 @@ use proptest::prelude::*;
 const BUDGET: Duration = Duration::from_secs(5);
 
 fn directory() -> AgentDirectory {
-    let card = |name: &str, url: &str, binding: &str| {
-        AgentCard::from_json_value(&serde_json::json!({
-            "name": name, "description": "d", "version": "1",
-            "supportedInterfaces": [{"url": url, "protocolBinding": binding, "protocolVersion": "1.0"}],
-            "capabilities": {}, "defaultInputModes": [], "defaultOutputModes": [], "skills": []
-        }))
-        .unwrap()
-    };
-    AgentDirectory::new(
-        vec![
-            card("rpc", "http://a/rpc", "JSONRPC"),
-            card("rest", "http://a/rest", "HTTP+JSON"),
-            card("grpc", "a:50051", "GRPC"),
-        ],
-        None,
-    )
-    .unwrap()
+    common::directory_of(&[
+        ("rpc", "http://a/rpc", "JSONRPC"),
+        ("rest", "http://a/rest", "HTTP+JSON"),
+        ("grpc", "a:50051", "GRPC"),
+    ])
 }
 
 fn new(agent: &str, command: TaskCommand) -> Result<TaskOperation, TaskError> {

@@ -4,7 +4,8 @@
 
 use std::sync::Arc;
 
-use a2at_core::a2a::AgentCard;
+mod common;
+
 use a2at_core::agents::AgentDirectory;
 use a2at_core::host::{HostReply, HostRequest, MessageContent};
 use a2at_core::run::{Run, RunConfig, RunStart};
@@ -14,19 +15,7 @@ use a2at_core::{ApiMisuse, Input, OpId, Output, Timestamp};
 use serde_json::{Value, json};
 
 fn alpha() -> AgentDirectory {
-    let card = AgentCard::from_json_value(&json!({
-        "name": "alpha",
-        "description": "the agent",
-        "version": "1.0.0",
-        "supportedInterfaces": [{"url": "http://alpha.test/a2a/rest",
-                                 "protocolBinding": "HTTP+JSON", "protocolVersion": "1.0"}],
-        "capabilities": {"streaming": false},
-        "defaultInputModes": ["text/plain"],
-        "defaultOutputModes": ["text/plain"],
-        "skills": [{"id": "s", "name": "s", "description": "s", "tags": []}]
-    }))
-    .expect("a valid card");
-    AgentDirectory::new(vec![card], None).expect("a valid directory")
+    common::alpha_rest()
 }
 
 fn one_remote_step() -> ValidatedWorkflow {

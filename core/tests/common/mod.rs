@@ -1,7 +1,8 @@
 //! Helpers shared by the fixture-based integration tests.
 #![allow(dead_code)]
 
-use a2at_core::a2a::{Binding, CallKind, DecodeLimits, ResponseDecoder, ResponseItem};
+use a2at_core::a2a::{AgentCard, Binding, CallKind, DecodeLimits, ResponseDecoder, ResponseItem};
+use a2at_core::agents::AgentDirectory;
 use std::path::PathBuf;
 
 /// A recorded HTTP exchange (curl capture) from `tests/fixtures/transcripts`.
@@ -321,4 +322,37 @@ pub fn split_at_cuts<'a>(bytes: &'a [u8], cuts: &[usize]) -> Vec<&'a [u8]> {
     }
     out.push(&bytes[last..]);
     out
+}
+
+/// `alpha`: one HTTP+JSON interface at `http://alpha.test/a2a/rest`, no streaming, one skill.
+pub fn alpha_rest() -> AgentDirectory {
+    let card = AgentCard::from_json_value(&serde_json::json!({
+        "name": "alpha",
+        "description": "the agent",
+        "version": "1.0.0",
+        "supportedInterfaces": [{"url": "http://alpha.test/a2a/rest",
+                                 "protocolBinding": "HTTP+JSON", "protocolVersion": "1.0"}],
+        "capabilities": {"streaming": false},
+        "defaultInputModes": ["text/plain"],
+        "defaultOutputModes": ["text/plain"],
+        "skills": [{"id": "s", "name": "s", "description": "s", "tags": []}]
+    }))
+    .expect("a valid card");
+    AgentDirectory::new(vec![card], None).expect("a valid directory")
+}
+
+/// A directory with one bare card per `(name, url, binding)`: that one interface, no skill.
+pub fn directory_of(agents: &[(&str, &str, &str)]) -> AgentDirectory {
+    let cards = agents
+        .iter()
+        .map(|(name, url, binding)| {
+            AgentCard::from_json_value(&serde_json::json!({
+                "name": name, "description": "d", "version": "1",
+                "supportedInterfaces": [{"url": url, "protocolBinding": binding, "protocolVersion": "1.0"}],
+                "capabilities": {}, "defaultInputModes": [], "defaultOutputModes": [], "skills": []
+            }))
+            .expect("a valid card")
+        })
+        .collect();
+    AgentDirectory::new(cards, None).expect("a valid directory")
 }
