@@ -34,8 +34,9 @@ use tracing::Instrument;
 
 /// Completions waiting for the driver; exchange tasks wait when it is full.
 const COMPLETION_QUEUE: usize = 1024;
-/// Most inputs one journal commit takes (the first one and those already waiting behind it).
-const GROUP_COMMIT_INPUTS: usize = 64;
+/// Most inputs one turn of the loop (and one journal commit) takes: the first one and those
+/// already waiting behind it.
+const INPUTS_PER_TURN: usize = 64;
 
 /// Everything one run's driver owns besides the core `Run`.
 pub(crate) struct Driver<R, C> {
@@ -418,17 +419,16 @@ impl<R: Runtime, C: ControlPoint + 'static> Driver<R, C> {
                     continue;
                 };
                 self.feed(&mut run, now, input, &mut ops, &mut calls);
-                // Group commit: inputs that are already waiting (the body and end of a response
-                // usually queue right behind its head) join this turn, so a durable run pays one
-                // journal commit for them instead of one each. Their outputs wait in the core
-                // until that commit, as write-ahead requires.
-                if self.journal.is_some() {
-                    for _ in 1..GROUP_COMMIT_INPUTS {
-                        let Ok(next) = rx.try_recv() else {
-                            break;
-                        };
-                        self.feed(&mut run, now, next, &mut ops, &mut calls);
-                    }
+                // Inputs that are already waiting (the body and end of a response usually queue
+                // right behind its head) join this turn: the loop's round of bookkeeping is paid
+                // once for them, and a durable run pays one journal commit instead of one each.
+                // Their outputs wait in the core until the turn's end (for a durable run, until
+                // the commit, as write-ahead requires).
+                for _ in 1..INPUTS_PER_TURN {
+                    let Ok(next) = rx.try_recv() else {
+                        break;
+                    };
+                    self.feed(&mut run, now, next, &mut ops, &mut calls);
                 }
             }
         }
