@@ -357,6 +357,29 @@ fn status_kb(field: &str) -> i64 {
         .unwrap_or(0)
 }
 
+/// Context switches of every thread of the process so far (voluntary and not): each voluntary
+/// one is a thread that parked to wait for a wake-up, the count a task hop costs in the kernel.
+fn context_switches() -> u64 {
+    let Ok(threads) = std::fs::read_dir("/proc/self/task") else {
+        return 0;
+    };
+    threads
+        .flatten()
+        .filter_map(|t| std::fs::read_to_string(t.path().join("status")).ok())
+        .flat_map(|status| {
+            status
+                .lines()
+                .filter_map(|l| {
+                    let v = l
+                        .strip_prefix("voluntary_ctxt_switches:")
+                        .or_else(|| l.strip_prefix("nonvoluntary_ctxt_switches:"))?;
+                    v.trim().parse::<u64>().ok()
+                })
+                .collect::<Vec<_>>()
+        })
+        .sum()
+}
+
 /// Bytes allocated and not yet freed, process-wide.
 fn live_heap() -> i64 {
     let s = allocator_stats();
@@ -375,6 +398,8 @@ where
     for _ in 0..warmup {
         f().await;
     }
+    // Read outside the measured window: the reading allocates and costs CPU time itself.
+    let switches = context_switches();
     let stats = allocator_stats();
     let cpu = cpu_time();
     let mut walls = Vec::with_capacity(iters);
@@ -385,9 +410,11 @@ where
     }
     let cpu = cpu_time().saturating_sub(cpu);
     let after = allocator_stats();
+    let switches = context_switches().saturating_sub(switches);
     json!({
         "walls_ns": walls,
         "cpu_ns": cpu.as_nanos() as u64,
+        "context_switches": switches,
         "idle_rss_kb": idle_rss,
         "peak_rss_kb": status_kb("VmHWM"),
         "allocations": after.allocations - stats.allocations,
