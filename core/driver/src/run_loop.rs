@@ -423,8 +423,14 @@ impl<R: Runtime, C: ControlPoint + 'static> Driver<R, C> {
                 // right behind its head) join this turn: the loop's round of bookkeeping is paid
                 // once for them, and a durable run pays one journal commit instead of one each.
                 // Their outputs wait in the core until the turn's end (for a durable run, until
-                // the commit, as write-ahead requires).
+                // the commit, as write-ahead requires). A recorded trace replays input by input,
+                // each followed by the outputs it caused, so an input with outputs ends the turn
+                // unless only the journal's grouping is at stake.
+                let group_commit = self.journal.is_some() && self.recorder.is_none();
                 for _ in 1..INPUTS_PER_TURN {
+                    if run.has_output() && !group_commit {
+                        break;
+                    }
                     let Ok(next) = rx.try_recv() else {
                         break;
                     };
