@@ -10,7 +10,7 @@ use bytes::Bytes;
 use http_body_util::{BodyExt, Full};
 use hyper::client::conn::http1::{SendRequest, handshake};
 use smol::net::TcpStream;
-use smol_hyper::rt::FuturesIo;
+
 use stats_alloc::{INSTRUMENTED_SYSTEM, StatsAlloc};
 
 /// Counts every allocation of the process (the agents live in the child process), so live heap
@@ -42,7 +42,7 @@ impl BenchRuntime for OnSmol {
 const MAX_IDLE: usize = 32;
 
 /// The runtime's client stack without the engine: hyper's HTTP/1.1 client connections over smol
-/// TCP (`TCP_NODELAY`) through `smol-hyper`, with a pool of idle connections like the runtime's
+/// TCP (`TCP_NODELAY`) through the engine's own I/O adapter (`HyperIo`), with a pool of idle connections like the runtime's
 /// (one origin here: every agent shares the loopback server).
 #[derive(Clone, Default)]
 struct Direct {
@@ -82,10 +82,12 @@ impl DirectClient for Direct {
                     let authority = uri.authority().expect("host").as_str().to_owned();
                     let tcp = TcpStream::connect(authority).await.expect("connect");
                     tcp.set_nodelay(true).expect("TCP_NODELAY");
-                    let (sender, connection) =
-                        hyper::client::conn::http2::handshake(SmolExecutor, FuturesIo::new(tcp))
-                            .await
-                            .expect("HTTP/2 handshake");
+                    let (sender, connection) = hyper::client::conn::http2::handshake(
+                        SmolExecutor,
+                        a2at_smol::HyperIo::new(tcp),
+                    )
+                    .await
+                    .expect("HTTP/2 handshake");
                     smol::spawn(async move {
                         let _ = connection.await;
                     })
@@ -141,7 +143,9 @@ impl Direct {
     async fn connect(authority: &str) -> SendRequest<Full<Bytes>> {
         let tcp = TcpStream::connect(authority).await.expect("connect");
         tcp.set_nodelay(true).expect("TCP_NODELAY");
-        let (sender, connection) = handshake(FuturesIo::new(tcp)).await.expect("handshake");
+        let (sender, connection) = handshake(a2at_smol::HyperIo::new(tcp))
+            .await
+            .expect("handshake");
         smol::spawn(async move {
             let _ = connection.await;
         })

@@ -27,7 +27,7 @@ macro_rules! runtime_api {
             CardErrorKind, CloseMode, CloseReport, ControlPointBuilder, DEFAULT_DISCOVERY_DEADLINE,
             DEFAULT_LOGIN_TIMEOUT, DEFAULT_MAX_DISCOVERY_BODY_BYTES, DiscoveryError, ENGINE_CLOSED,
             EngineConfig, EngineError, EnvFile, EventEnvelope, EventSink, EventStream,
-            ExtensionError, ExtensionSenderConfig, Heartbeat, MAX_REDIRECTS, OnFinish,
+            ExtensionError, ExtensionSenderConfig, Heartbeat, HyperIo, MAX_REDIRECTS, OnFinish,
             OnFinishError, ProxyConfig, Reattachment, RequestHook, RunHandle, SeedSource,
             SubscriptionCompletion, TaskSubscription, TlsConfig, card_from_json, load_credentials,
         };

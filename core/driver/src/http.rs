@@ -13,6 +13,7 @@ use std::marker::PhantomData;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
+use crate::hyper_io::HyperIo;
 use a2at_core::a2a::HttpMethod;
 use a2at_core::io::TransportErrorKind;
 use bytes::Bytes;
@@ -21,7 +22,6 @@ use futures_rustls::rustls::pki_types::ServerName;
 use http_body_util::Full;
 use hyper::body::Incoming;
 use hyper::client::conn::http1::{SendRequest, handshake};
-use smol_hyper::rt::FuturesIo;
 
 use crate::error::EngineError;
 use crate::http2::Http2Connector;
@@ -281,7 +281,7 @@ impl<R: Runtime> Connector<R> {
         let tcp = open_tcp::<R>(&self.proxy, origin).await?;
         let (https, host, _) = origin;
         if !*https {
-            return start::<R, _>(FuturesIo::new(tcp)).await;
+            return start::<R, _>(HyperIo::new(tcp)).await;
         }
         let name = ServerName::try_from(host.clone())
             .map_err(|e| (TransportErrorKind::Tls, format!("invalid TLS name: {e}")))?;
@@ -290,7 +290,7 @@ impl<R: Runtime> Connector<R> {
             .connect(name, tcp)
             .await
             .map_err(|e| (TransportErrorKind::Tls, describe(&e)))?;
-        start::<R, _>(FuturesIo::new(tls)).await
+        start::<R, _>(HyperIo::new(tls)).await
     }
 }
 

@@ -15,6 +15,7 @@ use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
 
+use crate::hyper_io::HyperIo;
 use a2at_core::io::TransportErrorKind;
 use bytes::Bytes;
 use futures_rustls::TlsConnector;
@@ -22,7 +23,6 @@ use futures_rustls::rustls::pki_types::ServerName;
 use http_body_util::Full;
 use hyper::body::Incoming;
 use hyper::client::conn::http2::{Builder, SendRequest};
-use smol_hyper::rt::FuturesIo;
 
 use crate::http::{describe, open_tcp, origin_of};
 use crate::proxy::ProxyConfig;
@@ -172,7 +172,7 @@ impl<R: Runtime> Http2Connector<R> {
         let tcp = open_tcp::<R>(&self.proxy, origin).await?;
         let (https, host, _) = origin;
         if !*https {
-            return handshake::<R, _>(FuturesIo::new(tcp)).await;
+            return handshake::<R, _>(HyperIo::new(tcp)).await;
         }
         let name = ServerName::try_from(host.clone())
             .map_err(|e| (TransportErrorKind::Tls, format!("invalid TLS name: {e}")))?;
@@ -194,7 +194,7 @@ impl<R: Runtime> Http2Connector<R> {
                 ),
             ));
         }
-        handshake::<R, _>(FuturesIo::new(tls)).await
+        handshake::<R, _>(HyperIo::new(tls)).await
     }
 }
 

@@ -137,6 +137,7 @@ mod extension;
 mod footprint_tests;
 mod http;
 mod http2;
+mod hyper_io;
 pub mod journal;
 #[cfg(feature = "postgres")]
 mod journal_postgres;
@@ -182,6 +183,7 @@ pub use extension::{
     NotificationSubscription, Reattachment, SubscriptionCompletion,
 };
 pub use http::{HttpClient, RequestHook};
+pub use hyper_io::HyperIo;
 pub use journal::{JOURNAL_FAILED, JournalError, JournalStore, RunSummary, StoredRun};
 #[cfg(feature = "postgres")]
 pub use journal_postgres::{PostgresJournal, PostgresJournalBuilder, redact_url};
