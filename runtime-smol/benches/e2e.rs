@@ -10,7 +10,6 @@ use bytes::Bytes;
 use http_body_util::{BodyExt, Full};
 use hyper::client::conn::http1::{SendRequest, handshake};
 use smol::net::TcpStream;
-
 use stats_alloc::{INSTRUMENTED_SYSTEM, StatsAlloc};
 
 /// Counts every allocation of the process (the agents live in the child process), so live heap
@@ -42,8 +41,8 @@ impl BenchRuntime for OnSmol {
 const MAX_IDLE: usize = 32;
 
 /// The runtime's client stack without the engine: hyper's HTTP/1.1 client connections over smol
-/// TCP (`TCP_NODELAY`) through the engine's own I/O adapter (`HyperIo`), with a pool of idle connections like the runtime's
-/// (one origin here: every agent shares the loopback server).
+/// TCP (`TCP_NODELAY`) through the engine's own I/O adapter (`HyperIo`), with a pool of idle
+/// connections like the runtime's (one origin here: every agent shares the loopback server).
 #[derive(Clone, Default)]
 struct Direct {
     idle: Arc<Mutex<Vec<SendRequest<Full<Bytes>>>>>,
