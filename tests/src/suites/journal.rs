@@ -252,6 +252,31 @@ pub fn a_journaled_run_ends_as_an_unjournaled_one<T: TestRuntime>() {
     })
 }
 
+/// A durable run that is also recorded keeps its trace replayable: the journal groups the
+/// inputs already waiting into one commit, but a recorded trace replays input by input, each
+/// followed by the outputs it caused, so the recorder's order wins over the grouping.
+pub fn a_journaled_run_records_a_trace_that_replays<T: TestRuntime>() {
+    T::block_on(async {
+        let expected = baseline::<T>().await;
+        let dir = tempfile::tempdir().expect("tempdir");
+        let server = LoopbackServer::start(agents()).await;
+        let store = Arc::new(SqliteJournal::open(dir.path().join("runs.db")).expect("journal"));
+        let trace = crate::capture::SharedBuffer::default();
+        let result = engine::<T>(&server)
+            .run(chain(), echo_host())
+            .seed(SEED)
+            .journal(store)
+            .record(trace.clone())
+            .execute()
+            .await;
+        assert_eq!(normalised(result), expected);
+        let parsed = a2at_core::trace::parse_trace(&trace.text()).expect("the trace parses");
+        if let Err(divergence) = a2at_core::trace::replay(&parsed) {
+            panic!("the durable run's trace does not replay: {divergence}");
+        }
+    })
+}
+
 /// Group commit: a turn whose input caused nothing to carry out (a response head, a WORKING
 /// poll answer that only sets a timer) is not committed on its own; its line goes with the
 /// next commit. The run still ends as the unjournaled one, and every line is kept.

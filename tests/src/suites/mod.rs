@@ -342,6 +342,7 @@ macro_rules! journal_suite {
             journal,
             [
                 a_journaled_run_ends_as_an_unjournaled_one,
+                a_journaled_run_records_a_trace_that_replays,
                 a_journal_commits_only_before_something_is_carried_out,
                 a_run_stopped_at_any_append_resumes_to_the_same_result,
                 a_run_stopped_mid_negotiation_resumes_without_asking_a_round_twice,
