@@ -161,3 +161,25 @@ fn trailers_do_not_resettle_a_response_the_head_settled() {
         assert_eq!(out.len(), 2, "{head:?}: {out:?}");
     }
 }
+
+/// A response that ends inside a frame and without trailers reports both faults: the cut frame
+/// tells an operator the connection broke mid-message, not merely that the status was missing.
+#[test]
+fn a_response_cut_inside_a_frame_without_trailers_reports_the_cut_frame() {
+    let frame = task_frame("t1");
+    let mut d = GrpcResponseDecoder::new(CallKind::GetTask, limits());
+    d.on_head(200, &pairs(&[("content-type", "application/grpc")]));
+    let mut out = Vec::new();
+    d.on_body(&frame[..frame.len() - 1], &mut out);
+    d.on_end(&mut out);
+    assert_eq!(out.len(), 3, "{out:?}");
+    assert!(
+        matches!(&out[0], ResponseItem::Malformed(e) if e.message.contains("ended inside a frame")),
+        "{out:?}"
+    );
+    assert!(
+        matches!(&out[1], ResponseItem::Malformed(e) if e.message.contains("without trailers")),
+        "{out:?}"
+    );
+    assert_eq!(out[2], ResponseItem::End { events: 0 });
+}
