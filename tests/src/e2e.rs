@@ -347,9 +347,8 @@ fn cpu_time() -> Duration {
     cpu_time::ProcessTime::now().as_duration()
 }
 
-/// A `kB` field of `/proc/self/status` (`VmRSS`, `VmHWM`).
-fn status_kb(field: &str) -> i64 {
-    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
+/// The number in field `field` of a `/proc/.../status` text (a `kB` unit dropped), 0 if absent.
+fn status_field(status: &str, field: &str) -> i64 {
     status
         .lines()
         .find_map(|l| l.strip_prefix(field)?.strip_prefix(':'))
@@ -357,25 +356,26 @@ fn status_kb(field: &str) -> i64 {
         .unwrap_or(0)
 }
 
+/// A `kB` field of `/proc/self/status` (`VmRSS`, `VmHWM`).
+fn status_kb(field: &str) -> i64 {
+    status_field(
+        &std::fs::read_to_string("/proc/self/status").unwrap_or_default(),
+        field,
+    )
+}
+
 /// Context switches of every thread of the process so far (voluntary and not): each voluntary
 /// one is a thread that parked to wait for a wake-up, the count a task hop costs in the kernel.
-fn context_switches() -> u64 {
+fn context_switches() -> i64 {
     let Ok(threads) = std::fs::read_dir("/proc/self/task") else {
         return 0;
     };
     threads
         .flatten()
         .filter_map(|t| std::fs::read_to_string(t.path().join("status")).ok())
-        .flat_map(|status| {
-            status
-                .lines()
-                .filter_map(|l| {
-                    let v = l
-                        .strip_prefix("voluntary_ctxt_switches:")
-                        .or_else(|| l.strip_prefix("nonvoluntary_ctxt_switches:"))?;
-                    v.trim().parse::<u64>().ok()
-                })
-                .collect::<Vec<_>>()
+        .map(|status| {
+            status_field(&status, "voluntary_ctxt_switches")
+                + status_field(&status, "nonvoluntary_ctxt_switches")
         })
         .sum()
 }
@@ -410,7 +410,7 @@ where
     }
     let cpu = cpu_time().saturating_sub(cpu);
     let after = allocator_stats();
-    let switches = context_switches().saturating_sub(switches);
+    let switches = (context_switches() - switches).max(0);
     json!({
         "walls_ns": walls,
         "cpu_ns": cpu.as_nanos() as u64,
