@@ -2,7 +2,7 @@
 
 use std::path::{Path, PathBuf};
 
-use a2at_core::trace::{Trace, parse_trace};
+use a2at_core::trace::{Trace, parse_trace, replay};
 
 /// `tests/fixtures/traces`, the golden trace folder.
 pub fn fixtures_dir() -> PathBuf {
@@ -25,6 +25,16 @@ pub fn read_trace(path: &Path) -> Trace {
     let text = std::fs::read_to_string(path)
         .unwrap_or_else(|e| panic!("cannot read {}: {e}", path.display()));
     parse_trace(&text).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+}
+
+/// Parses a trace a run recorded and replays it through a fresh core; panics naming `who` and
+/// the divergence when the core's outputs differ from the recorded ones.
+pub fn assert_replays(text: &str, who: &str) {
+    let parsed = parse_trace(text)
+        .unwrap_or_else(|e| panic!("{who}: the recorded trace does not parse: {e}"));
+    if let Err(divergence) = replay(&parsed) {
+        panic!("{who}: the recorded trace does not replay: {divergence}");
+    }
 }
 
 /// Writes trace text to `path`, creating the folder.

@@ -40,14 +40,7 @@ impl<T: TestRuntime> Driver for EngineDriver<T> {
         });
         // Thinness: the trace this runtime recorded replays through a fresh core to exactly the
         // outputs the runtime carried out.
-        let text = trace.text();
-        let parsed = a2at_core::trace::parse_trace(&text).expect("the recorded trace parses");
-        if let Err(divergence) = a2at_core::trace::replay(&parsed) {
-            panic!(
-                "{}: the recorded trace does not replay: {divergence}",
-                T::NAME
-            );
-        }
+        crate::trace_io::assert_replays(&trace.text(), T::NAME);
         let requests_per_agent = s
             .agents
             .iter()

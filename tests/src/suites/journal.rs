@@ -270,10 +270,7 @@ pub fn a_journaled_run_records_a_trace_that_replays<T: TestRuntime>() {
             .execute()
             .await;
         assert_eq!(normalised(result), expected);
-        let parsed = a2at_core::trace::parse_trace(&trace.text()).expect("the trace parses");
-        if let Err(divergence) = a2at_core::trace::replay(&parsed) {
-            panic!("the durable run's trace does not replay: {divergence}");
-        }
+        crate::trace_io::assert_replays(&trace.text(), "a durable run");
     })
 }
 
