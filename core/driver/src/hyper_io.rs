@@ -175,4 +175,73 @@ mod tests {
         assert_eq!(buf.filled(), &[1; 10]);
         assert_eq!(io.inner.at, 10, "the rest stays in the connection");
     }
+
+    /// Claims to have read more than the slice it was given (a broken reader).
+    struct Boastful;
+
+    impl AsyncRead for Boastful {
+        fn poll_read(
+            self: Pin<&mut Self>,
+            _: &mut Context<'_>,
+            out: &mut [u8],
+        ) -> Poll<io::Result<usize>> {
+            out.fill(7);
+            Poll::Ready(Ok(out.len() + 5))
+        }
+    }
+
+    #[test]
+    fn a_reader_claiming_more_than_it_was_given_fills_only_its_slice() {
+        let mut io = HyperIo::new(Boastful);
+        let waker = futures::task::noop_waker();
+        let mut cx = Context::from_waker(&waker);
+        let mut storage = vec![std::mem::MaybeUninit::<u8>::uninit(); 10];
+        let mut buf = hyper::rt::ReadBuf::uninit(&mut storage);
+        let polled = Pin::new(&mut io).poll_read(&mut cx, buf.unfilled());
+        assert!(matches!(polled, Poll::Ready(Ok(()))));
+        assert_eq!(buf.filled(), &[7; 10]);
+    }
+
+    /// Reads by reading another connection through `HyperIo` inside its own read, as a tunnel
+    /// over a hyper connection would: the inner read finds the thread's scratch buffer taken.
+    struct Nested(HyperIo<Trickle>);
+
+    impl AsyncRead for Nested {
+        fn poll_read(
+            mut self: Pin<&mut Self>,
+            cx: &mut Context<'_>,
+            out: &mut [u8],
+        ) -> Poll<io::Result<usize>> {
+            let mut buf = hyper::rt::ReadBuf::new(out);
+            std::task::ready!(Pin::new(&mut self.0).poll_read(cx, buf.unfilled()))?;
+            Poll::Ready(Ok(buf.filled().len()))
+        }
+    }
+
+    #[test]
+    fn a_read_inside_a_read_on_the_same_thread_gets_its_own_scratch() {
+        let bytes: Vec<u8> = (0..30_000u32).map(|i| (i % 253) as u8).collect();
+        let mut io = HyperIo::new(Nested(HyperIo::new(Trickle {
+            bytes: bytes.clone(),
+            at: 0,
+            step: 5000,
+            pending_next: false,
+        })));
+        let waker = futures::task::noop_waker();
+        let mut cx = Context::from_waker(&waker);
+        let mut out = Vec::new();
+        loop {
+            let mut storage = vec![std::mem::MaybeUninit::<u8>::uninit(); 8192];
+            let mut buf = hyper::rt::ReadBuf::uninit(&mut storage);
+            match Pin::new(&mut io).poll_read(&mut cx, buf.unfilled()) {
+                Poll::Pending => continue,
+                Poll::Ready(result) => result.expect("the reader does not fail"),
+            }
+            if buf.filled().is_empty() {
+                break;
+            }
+            out.extend_from_slice(buf.filled());
+        }
+        assert_eq!(out, bytes);
+    }
 }
