@@ -31,8 +31,32 @@ pub(crate) struct Limits {
     overall: Arc<Semaphore>,
     per_agent_slots: usize,
     /// One semaphore per agent name, made the first time the agent is used: cards added to a
-    /// live engine get the same bound as those it was built with.
-    per_agent: std::sync::Mutex<BTreeMap<String, Arc<Semaphore>>>,
+    /// live engine get the same bound as those it was built with. The name is kept shared
+    /// beside it: every exchange labels its latency with it, and a copy per request is what
+    /// sharing saves.
+    per_agent: std::sync::Mutex<BTreeMap<String, AgentSlots>>,
+}
+
+/// One agent's semaphore and its shared name.
+#[derive(Debug, Clone)]
+struct AgentSlots {
+    name: Arc<str>,
+    slots: Arc<Semaphore>,
+}
+
+impl AgentSlots {
+    fn new(name: &str, slots: usize) -> AgentSlots {
+        AgentSlots {
+            name: Arc::from(name),
+            slots: Arc::new(Semaphore::new(slots)),
+        }
+    }
+}
+
+/// The two slots an exchange holds while it runs; dropping it frees both.
+struct Permits {
+    _agent: SemaphoreGuardArc,
+    _overall: SemaphoreGuardArc,
 }
 
 impl Limits {
@@ -46,35 +70,41 @@ impl Limits {
             per_agent_slots: per_agent,
             per_agent: std::sync::Mutex::new(
                 agents
-                    .map(|a| (a.to_owned(), Arc::new(Semaphore::new(per_agent))))
+                    .map(|a| (a.to_owned(), AgentSlots::new(a, per_agent)))
                     .collect(),
             ),
         }
     }
 
-    fn agent_slots(&self, agent: &str) -> Arc<Semaphore> {
+    fn agent_slots(&self, agent: &str) -> AgentSlots {
         // A poisoned map only means another thread panicked between two map operations, which
         // leave it consistent; the limits must keep working.
         let mut slots = self
             .per_agent
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner);
-        if let Some(sem) = slots.get(agent) {
-            return sem.clone();
+        if let Some(entry) = slots.get(agent) {
+            return entry.clone();
         }
-        let sem = Arc::new(Semaphore::new(self.per_agent_slots));
-        slots.insert(agent.to_owned(), sem.clone());
-        sem
+        let entry = AgentSlots::new(agent, self.per_agent_slots);
+        slots.insert(agent.to_owned(), entry.clone());
+        entry
     }
 
     /// Waits for a slot for `agent`, then for an overall slot (in that order, so exchanges
-    /// queued behind a busy agent never hold overall slots).
-    async fn acquire(&self, agent: &str) -> Vec<SemaphoreGuardArc> {
-        let agent_slots = self.agent_slots(agent);
-        vec![
-            agent_slots.acquire_arc().await,
-            self.overall.acquire_arc().await,
-        ]
+    /// queued behind a busy agent never hold overall slots). Also returns the agent's shared
+    /// name.
+    async fn acquire(&self, agent: &str) -> (Permits, Arc<str>) {
+        let AgentSlots { name, slots } = self.agent_slots(agent);
+        let agent = slots.acquire_arc().await;
+        let overall = self.overall.acquire_arc().await;
+        (
+            Permits {
+                _agent: agent,
+                _overall: overall,
+            },
+            name,
+        )
     }
 }
 
@@ -133,11 +163,11 @@ impl<R: Runtime> Transport<R> {
                 error: TransportError { kind, message },
             }
         };
-        let _permits = self.limits.acquire(&req.agent).await;
+        let (_permits, agent) = self.limits.acquire(&req.agent).await;
         // Latency counts from here (queueing behind the limits excluded) to the end of the
         // response or the failure, whichever way this function returns.
         let _latency = Latency::<R> {
-            agent: req.agent.clone(),
+            agent,
             binding,
             method: telemetry::a2a_method(req.purpose, req.streaming),
             start: R::now(),
@@ -287,7 +317,7 @@ impl<R: Runtime> Transport<R> {
 /// Records a request's latency when dropped: at every return of an exchange, and when the
 /// exchange is aborted (the time until the engine gave up on it).
 struct Latency<R: Runtime> {
-    agent: String,
+    agent: Arc<str>,
     binding: Option<Binding>,
     method: &'static str,
     start: std::time::Instant,
