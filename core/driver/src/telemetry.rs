@@ -25,6 +25,8 @@
 //! touched it and then redacted (userinfo and secret query parameters masked), and no header,
 //! body or message text is recorded.
 
+use std::collections::BTreeMap;
+
 use a2at_core::a2a::Binding;
 use a2at_core::host::{HostRequest, TaskRequest};
 use a2at_core::io::{HttpRequest, OpPurpose, TransportErrorKind};
@@ -236,13 +238,54 @@ fn transport_error_name(kind: TransportErrorKind) -> &'static str {
     }
 }
 
+/// Values by subtask (step name, subtask index), looked up by a borrowed step name.
+///
+/// A map keyed by `(String, u32)` can only be searched with an owned key, so every lookup
+/// (one per exchange, host call and finished subtask) would copy the step's name.
+struct BySubtask<V>(BTreeMap<String, BTreeMap<u32, V>>);
+
+impl<V> Default for BySubtask<V> {
+    fn default() -> Self {
+        BySubtask(BTreeMap::new())
+    }
+}
+
+impl<V> BySubtask<V> {
+    fn get(&self, step: &str, index: u32) -> Option<&V> {
+        self.0.get(step)?.get(&index)
+    }
+
+    fn insert(&mut self, step: &str, index: u32, value: V) {
+        match self.0.get_mut(step) {
+            Some(of_step) => {
+                of_step.insert(index, value);
+            }
+            None => {
+                self.0
+                    .insert(step.to_owned(), BTreeMap::from([(index, value)]));
+            }
+        }
+    }
+
+    /// Removes the value, and the step's entry with its last subtask (a long run does not keep
+    /// an empty entry per finished step).
+    fn remove(&mut self, step: &str, index: u32) -> Option<V> {
+        let of_step = self.0.get_mut(step)?;
+        let value = of_step.remove(&index);
+        if of_step.is_empty() {
+            self.0.remove(step);
+        }
+        value
+    }
+}
+
 /// The logical spans (steps, subtasks) of one run, kept by the run loop.
 #[derive(Default)]
 pub(crate) struct RunSpans {
-    steps: std::collections::BTreeMap<String, Span>,
-    subtasks: std::collections::BTreeMap<(String, u32), Span>,
+    steps: BTreeMap<String, Span>,
+    subtasks: BySubtask<Span>,
     /// The last negotiation round each subtask's host was asked about.
-    rounds: std::collections::BTreeMap<(String, u32), u32>,
+    rounds: BySubtask<u32>,
     /// How many finished subtasks were looked at.
     finished_seen: usize,
 }
@@ -282,8 +325,7 @@ impl RunSpans {
 
     /// The span of subtask `index` of `step`, opened under its step the first time.
     fn subtask(&mut self, step: &str, index: u32, agent: &str) -> Span {
-        let key = (step.to_owned(), index);
-        if let Some(s) = self.subtasks.get(&key) {
+        if let Some(s) = self.subtasks.get(step, index) {
             return s.clone();
         }
         let parent = self.step(step);
@@ -301,7 +343,7 @@ impl RunSpans {
             "otel.status_code" = Empty,
         );
         if !span.is_disabled() {
-            self.subtasks.insert(key, span.clone());
+            self.subtasks.insert(step, index, span.clone());
         }
         span
     }
@@ -317,7 +359,7 @@ impl RunSpans {
         let parent = self.subtask(&c.step, c.subtask_index, &req.agent);
         let span = parent.in_scope(|| exchange_span(req, binding));
         if req.purpose == OpPurpose::Reply {
-            if let Some(round) = self.rounds.get(&(c.step.clone(), c.subtask_index)) {
+            if let Some(round) = self.rounds.get(&c.step, c.subtask_index) {
                 span.record("a2a.negotiation.round", round);
             }
         }
@@ -335,8 +377,7 @@ impl RunSpans {
                 let span = self.subtask_of(t);
                 if let Some(ctx) = n.context().ok().filter(|_| !span.is_disabled()) {
                     span.record("a2a.negotiation.round", ctx.round);
-                    self.rounds
-                        .insert((t.step_name.clone(), t.subtask_index), ctx.round);
+                    self.rounds.insert(&t.step_name, t.subtask_index, ctx.round);
                 }
                 Some(span)
             }
@@ -355,10 +396,9 @@ impl RunSpans {
             };
             self.finished_seen += 1;
             crate::metrics::subtask_finished(&task.agent_name, task.status);
-            let key = (task.step_name.clone(), task.subtask_index);
-            self.rounds.remove(&key);
+            self.rounds.remove(&task.step_name, task.subtask_index);
             // A subtask that never reached the host or an agent has no span yet.
-            let Some(span) = self.subtasks.remove(&key) else {
+            let Some(span) = self.subtasks.remove(&task.step_name, task.subtask_index) else {
                 continue;
             };
             span.record("a2a.task.state", task.status.as_str());
