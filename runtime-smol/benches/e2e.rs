@@ -126,6 +126,20 @@ impl Direct {
         None
     }
 
+    /// Gives a connection whose response was read to the end back to the pool: at once when
+    /// it is ready for another request (nearly always by then), else from a task that waits,
+    /// as the engine does.
+    fn checkin(&self, sender: SendRequest<Full<Bytes>>) {
+        if sender.is_ready() {
+            let mut idle = self.idle.lock().expect("pool");
+            if idle.len() < MAX_IDLE {
+                idle.push(sender);
+            }
+        } else {
+            self.checkin_when_idle(sender);
+        }
+    }
+
     fn checkin_when_idle(&self, mut sender: SendRequest<Full<Bytes>>) {
         let idle = self.idle.clone();
         smol::spawn(async move {
@@ -171,9 +185,9 @@ impl Direct {
                 .expect("valid request");
             match sender.try_send_request(request).await {
                 Ok(response) => {
-                    self.checkin_when_idle(sender);
                     assert!(response.status().is_success(), "{}", response.status());
                     let body = response.into_body().collect().await.expect("response body");
+                    self.checkin(sender);
                     return body.to_bytes().len();
                 }
                 Err(e) if pooled && e.message().is_some() => continue,

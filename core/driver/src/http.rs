@@ -185,6 +185,17 @@ impl<R: Runtime> HttpClient<R> {
         self.connector.request(request).await
     }
 
+    /// Like [`HttpClient::send_prepared`], for a caller that reads the response body itself
+    /// and then gives its connection back to the pool ([`Lent::give_back`]): nothing waits
+    /// for the connection to become idle meanwhile.
+    pub(crate) async fn send_lending(
+        &self,
+        request: http::Request<Full<Bytes>>,
+    ) -> Result<(http::Response<hyper::body::Incoming>, Lent), (TransportErrorKind, String)> {
+        self.sent.fetch_add(1, Ordering::Relaxed);
+        self.connector.lend(request).await
+    }
+
     /// Sends one request the hook already ran on over HTTP/2 (prior knowledge on `http://`,
     /// ALPN `h2` on `https://`) and waits for the response head; the body ends with the
     /// trailers, if any.
@@ -226,10 +237,22 @@ impl<R: Runtime> Connector<R> {
 
     /// Sends one request on an idle or new connection and waits for the response head. A
     /// request that an idle connection could not take (closed meanwhile) goes to a new one.
+    /// The connection goes back to the pool once its response body has been read to the end.
     async fn request(
         &self,
-        mut request: http::Request<Full<Bytes>>,
+        request: http::Request<Full<Bytes>>,
     ) -> Result<http::Response<Incoming>, Failure> {
+        let (response, lent) = self.lend(request).await?;
+        lent.give_back_when_idle::<R>();
+        Ok(response)
+    }
+
+    /// Like [`Connector::request`], but the caller, which reads the body, gives the connection
+    /// back itself ([`Lent::give_back`]).
+    async fn lend(
+        &self,
+        mut request: http::Request<Full<Bytes>>,
+    ) -> Result<(http::Response<Incoming>, Lent), Failure> {
         let origin = origin_form(&mut request)?;
         loop {
             let (mut sender, pooled) = match self.checkout(&origin) {
@@ -240,8 +263,12 @@ impl<R: Runtime> Connector<R> {
             };
             match sender.try_send_request(request).await {
                 Ok(response) => {
-                    self.checkin_when_idle(origin, sender);
-                    return Ok(response);
+                    let lent = Lent {
+                        origin,
+                        sender,
+                        idle: self.idle.clone(),
+                    };
+                    return Ok((response, lent));
                 }
                 Err(mut e) => match e.take_message() {
                     Some(unsent) if pooled => request = unsent,
@@ -262,21 +289,6 @@ impl<R: Runtime> Connector<R> {
         None
     }
 
-    /// Returns the connection to the pool once its response body has been read to the end;
-    /// a connection that closes (body dropped, server gone) is forgotten.
-    fn checkin_when_idle(&self, origin: Origin, mut sender: Sender) {
-        let idle = self.idle.clone();
-        R::spawn(async move {
-            if sender.ready().await.is_ok() {
-                let mut idle = idle.lock().unwrap_or_else(|e| e.into_inner());
-                let list = idle.entry(origin).or_default();
-                if list.len() < MAX_IDLE_PER_ORIGIN {
-                    list.push(sender);
-                }
-            }
-        });
-    }
-
     async fn connect(&self, origin: &Origin) -> Result<Sender, Failure> {
         let tcp = open_tcp::<R>(&self.proxy, origin).await?;
         let (https, host, _) = origin;
@@ -291,6 +303,54 @@ impl<R: Runtime> Connector<R> {
             .await
             .map_err(|e| (TransportErrorKind::Tls, describe(&e)))?;
         start::<R, _>(HyperIo::new(tls)).await
+    }
+}
+
+/// An HTTP/1 connection lent to one exchange, to go back to its pool when the response is
+/// read. Dropped instead, the connection closes with it (a body left half read cannot carry
+/// another request).
+pub(crate) struct Lent {
+    origin: Origin,
+    sender: Sender,
+    idle: Arc<Mutex<HashMap<Origin, Vec<Sender>>>>,
+}
+
+impl Lent {
+    /// Gives the connection back after its response body was read to the end. It is nearly
+    /// always ready for the next request by then and goes back at once; otherwise a task waits
+    /// for it, as [`Lent::give_back_when_idle`] does, so no exchange waits on its own
+    /// connection.
+    pub(crate) fn give_back<R: Runtime>(self) {
+        if self.sender.is_ready() {
+            pool(&self.idle, self.origin, self.sender);
+        } else {
+            self.give_back_when_idle::<R>();
+        }
+    }
+
+    /// Gives the connection back once it is ready for another request (its response body read
+    /// to the end by whoever holds it); a connection that closes (body dropped, server gone)
+    /// is forgotten.
+    fn give_back_when_idle<R: Runtime>(self) {
+        let Lent {
+            origin,
+            mut sender,
+            idle,
+        } = self;
+        R::spawn(async move {
+            if sender.ready().await.is_ok() {
+                pool(&idle, origin, sender);
+            }
+        });
+    }
+}
+
+/// Keeps an idle connection, unless its origin already has as many as it may keep.
+fn pool(idle: &Mutex<HashMap<Origin, Vec<Sender>>>, origin: Origin, sender: Sender) {
+    let mut idle = idle.lock().unwrap_or_else(|e| e.into_inner());
+    let list = idle.entry(origin).or_default();
+    if list.len() < MAX_IDLE_PER_ORIGIN {
+        list.push(sender);
     }
 }
 

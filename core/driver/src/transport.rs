@@ -240,12 +240,20 @@ impl<R: Runtime> Transport<R> {
             tracing::debug!(target: "a2at::protocol", "{}", protolog::format_request(sent, Channel::Task, &self.log));
             LogContext::of(sent, Channel::Task)
         });
+        // An HTTP/1 connection comes lent: it goes back to the pool here once the body has been
+        // read to the end (an HTTP/2 one is shared by its requests and stays where it is).
         let sent = if http2 {
-            self.client.send_http2_prepared(request).await
+            self.client
+                .send_http2_prepared(request)
+                .await
+                .map(|r| (r, None))
         } else {
-            self.client.send_prepared(request).await
+            self.client
+                .send_lending(request)
+                .await
+                .map(|(r, lent)| (r, Some(lent)))
         };
-        let response = match sent {
+        let (response, mut lent) = match sent {
             Ok(r) => r,
             Err((kind, message)) => {
                 let _ = tx.send(fail(kind, message)).await;
@@ -273,6 +281,9 @@ impl<R: Runtime> Transport<R> {
                 None => {
                     if let Some(l) = body_log.take() {
                         l.finish();
+                    }
+                    if let Some(lent) = lent.take() {
+                        lent.give_back::<R>();
                     }
                     Input::ResponseEnd { op }
                 }

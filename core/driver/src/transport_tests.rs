@@ -287,6 +287,52 @@ async fn aborting_an_exchange_drops_its_connection() {
     assert_eq!(read, 0);
 }
 
+/// Exchanges to one origin made one after the other share one connection: each response read
+/// to its end hands the connection back for the next request (HTTP/1.1 keep-alive).
+#[tokio::test]
+async fn exchanges_one_after_the_other_reuse_one_connection() {
+    let _turn = one_at_a_time().await;
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}/rpc", listener.local_addr().unwrap());
+    let accepted = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let counted = accepted.clone();
+    let server = tokio::spawn(async move {
+        loop {
+            let (mut s, _) = listener.accept().await.unwrap();
+            counted.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+            tokio::spawn(async move {
+                loop {
+                    let mut first = [0u8; 1];
+                    // The client closed the connection: it is done with it.
+                    if s.peek(&mut first).await.unwrap_or(0) == 0 {
+                        return;
+                    }
+                    read_request(&mut s).await;
+                    let response = "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\n\
+                                    content-length: 2\r\n\r\n{}";
+                    s.write_all(response.as_bytes()).await.unwrap();
+                }
+            });
+        }
+    });
+    let t = transport(None);
+    for n in 1..=5u64 {
+        let (tx, mut rx) = mpsc::channel(16);
+        t.exchange(request(url.clone()), tx).await;
+        let mut inputs = Vec::new();
+        while let Some(input) = rx.next().await {
+            inputs.push(input);
+        }
+        assert!(
+            matches!(inputs.last(), Some(Input::ResponseEnd { .. })),
+            "exchange {n}: {inputs:?}"
+        );
+    }
+    assert_eq!(t.client.requests_sent(), 5);
+    assert_eq!(accepted.load(std::sync::atomic::Ordering::SeqCst), 1);
+    server.abort();
+}
+
 #[tokio::test]
 async fn https_is_tls_and_a_broken_handshake_is_a_tls_failure() {
     let _turn = one_at_a_time().await;
