@@ -637,6 +637,12 @@ impl HostReply {
 /// Callbacks may run concurrently (several edges of one step, several subtasks), so
 /// implementations must not keep a shared "current task". Every method has a default that fails
 /// with [`HostError::missing_handler`]; implement only what your workflows need.
+///
+/// The runtimes poll a callback's future once on the run's own task, where the call is made:
+/// an answer ready at once costs no task of its own. A future that is not ready goes on in a
+/// task of its own. So the first poll should not block its thread or do long work before its
+/// first `.await`: until it returns, the run does nothing else (the requests of the same turn
+/// are sent after it). Blocking work belongs on a blocking pool, behind an `.await`.
 pub trait ControlPoint: Send + Sync {
     /// Produce the final content for a remote subtask. Must not send anything itself.
     ///

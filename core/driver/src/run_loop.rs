@@ -1,7 +1,7 @@
 //! The driver loop: drain the core's outputs, carry them out concurrently, feed completions back
 //! with the time they happened. It decides nothing.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
 use std::task::Poll;
@@ -183,6 +183,20 @@ impl<R: Runtime> Waiter<R> {
         stamp::<R>(self.epoch).saturating_add(self.offset)
     }
 
+    /// Whether the cancel signal has come, looked at without waiting (once it has been
+    /// reported, it is not reported again).
+    pub(crate) fn cancelled_now(&mut self) -> bool {
+        let Some(cancel) = self.cancel.as_mut() else {
+            return false;
+        };
+        let mut look = std::task::Context::from_waker(std::task::Waker::noop());
+        let cancelled = cancel.poll(&mut look).is_ready();
+        if cancelled {
+            self.cancel = None;
+        }
+        cancelled
+    }
+
     /// The next input (`Input::Cancel` for the cancel signal) or `None` when the deadline fired,
     /// with the time it happened.
     ///
@@ -253,6 +267,33 @@ enum Awaited {
     Finished(Arc<ExecutionResult>),
 }
 
+/// What the run loop has under way: spawned exchanges and host calls by the id the core may
+/// abort them with, and host answers that were ready when the call was made, to feed next.
+#[derive(Default)]
+struct InFlight {
+    ops: BTreeMap<OpId, AbortHandle>,
+    calls: BTreeMap<CallId, AbortHandle>,
+    answered: VecDeque<Input>,
+}
+
+impl InFlight {
+    /// Stops every spawned exchange and host call.
+    fn abort_all(&self) {
+        self.ops
+            .values()
+            .chain(self.calls.values())
+            .for_each(AbortHandle::abort);
+    }
+
+    /// The next input that needs no waiting: a ready host answer first, then a completion
+    /// already queued.
+    fn next_at_hand(&mut self, rx: &mut mpsc::Receiver<Input>) -> Option<Input> {
+        self.answered
+            .pop_front()
+            .or_else(|| rx.try_recv().ok())
+    }
+}
+
 /// Wraps a core event with the current wall-clock time.
 pub(crate) fn stamp_event(event: Event) -> EventEnvelope {
     let timestamp = SystemTime::now()
@@ -305,9 +346,7 @@ impl<R: Runtime, C: ControlPoint + 'static> Driver<R, C> {
             let mut reask = Some(reask);
             let mut waiter = Waiter::<R>::starting_at(cancel, offset);
             let (tx, mut rx) = mpsc::channel::<Input>(COMPLETION_QUEUE);
-            // Every spawned exchange and callback, by the id the core may abort it with.
-            let mut ops: BTreeMap<OpId, AbortHandle> = BTreeMap::new();
-            let mut calls: BTreeMap<CallId, AbortHandle> = BTreeMap::new();
+            let mut in_flight = InFlight::default();
             let mut collected: Vec<EventEnvelope> = Vec::new();
             // Conversations already reported to the close hook, and finished tasks looked at.
             let mut closed_contexts: BTreeSet<String> = BTreeSet::new();
@@ -331,14 +370,12 @@ impl<R: Runtime, C: ControlPoint + 'static> Driver<R, C> {
                     // largest future it awaits, and a waiting run keeps that size all along.
                     if let Err(error) = Box::pin(journal.commit::<R>()).await {
                         tracing::error!(%error, "the run's journal cannot be written: the run stops here");
-                        ops.values()
-                            .chain(calls.values())
-                            .for_each(AbortHandle::abort);
+                        in_flight.abort_all();
                         return Journaling::failed(run.execution_id(), &error);
                     }
                 }
                 for (call, request) in reask.take().into_iter().flatten() {
-                    self.ask_host(&mut spans, &mut calls, &tx, call, request);
+                    self.ask_host(&mut spans, &mut in_flight, &tx, call, request);
                 }
                 self.close_conversations(&run, &mut tasks_seen, &mut closed_contexts);
                 spans.close_finished(&run);
@@ -350,7 +387,7 @@ impl<R: Runtime, C: ControlPoint + 'static> Driver<R, C> {
                 // the queue here would keep a second buffer's capacity for the run's whole life.
                 // Only an event and the end are awaited, so no whole output is kept across a wait.
                 while let Some(awaited) =
-                    self.carry_out(&mut run, &mut spans, &mut ops, &mut calls, &tx)
+                    self.carry_out(&mut run, &mut spans, &mut in_flight, &tx)
                 {
                     match awaited {
                         Awaited::Event(event) => {
@@ -368,9 +405,7 @@ impl<R: Runtime, C: ControlPoint + 'static> Driver<R, C> {
                             spans.close_finished(&run);
                             drop(spans);
                             Recorder::flush(&mut self.recorder);
-                            ops.values()
-                                .chain(calls.values())
-                                .for_each(AbortHandle::abort);
+                            in_flight.abort_all();
                             if let Some(journal) = &mut self.journal {
                                 Box::pin(journal.finish::<R>()).await;
                             }
@@ -388,12 +423,12 @@ impl<R: Runtime, C: ControlPoint + 'static> Driver<R, C> {
                 // wins the race.)
                 // Nothing in flight: the run waits for a timer or a cancel, maybe for hours. An
                 // emptied map keeps its last node; a new one holds none (as in the core).
-                if ops.is_empty() && calls.is_empty() {
-                    ops = BTreeMap::new();
-                    calls = BTreeMap::new();
+                if in_flight.ops.is_empty() && in_flight.calls.is_empty() {
+                    in_flight.ops = BTreeMap::new();
+                    in_flight.calls = BTreeMap::new();
                 }
-                let deadline = run.poll_timeout();
-                let woke = {
+                let woke = if in_flight.answered.is_empty() {
+                    let deadline = run.poll_timeout();
                     let next = waiter.next(deadline, &mut rx);
                     futures::pin_mut!(next);
                     let asked = self.progress_rx.next();
@@ -410,6 +445,16 @@ impl<R: Runtime, C: ControlPoint + 'static> Driver<R, C> {
                             None
                         }
                     }
+                } else {
+                    // A host answer is at hand: no wait. But a host that always answers at once
+                    // would then hold the thread to the run's end and its cancel would never be
+                    // seen, so the loop still yields once and looks at the cancel signal.
+                    crate::runtime::yield_now().await;
+                    let input = match waiter.cancelled_now() {
+                        true => Input::Cancel,
+                        false => in_flight.answered.pop_front().expect("an answer is at hand"),
+                    };
+                    Some((waiter.now(), Some(input)))
                 };
                 let Some((now, input)) = woke else {
                     continue;
@@ -418,7 +463,7 @@ impl<R: Runtime, C: ControlPoint + 'static> Driver<R, C> {
                     self.expire(&mut run, now);
                     continue;
                 };
-                self.feed(&mut run, now, input, &mut ops, &mut calls);
+                self.feed(&mut run, now, input, &mut in_flight);
                 // Inputs that are already waiting (the body and end of a response usually queue
                 // right behind its head) join this turn: the loop's round of bookkeeping is paid
                 // once for them, and a durable run pays one journal commit instead of one each.
@@ -431,10 +476,10 @@ impl<R: Runtime, C: ControlPoint + 'static> Driver<R, C> {
                     if run.has_output() && !group_commit {
                         break;
                     }
-                    let Ok(next) = rx.try_recv() else {
+                    let Some(next) = in_flight.next_at_hand(&mut rx) else {
                         break;
                     };
-                    self.feed(&mut run, now, next, &mut ops, &mut calls);
+                    self.feed(&mut run, now, next, &mut in_flight);
                 }
             }
         }
@@ -447,8 +492,7 @@ impl<R: Runtime, C: ControlPoint + 'static> Driver<R, C> {
         &mut self,
         run: &mut Run,
         spans: &mut RunSpans,
-        ops: &mut BTreeMap<OpId, AbortHandle>,
-        calls: &mut BTreeMap<CallId, AbortHandle>,
+        in_flight: &mut InFlight,
         tx: &mpsc::Sender<Input>,
     ) -> Option<Awaited> {
         while let Some(output) = run.poll_output() {
@@ -466,10 +510,10 @@ impl<R: Runtime, C: ControlPoint + 'static> Driver<R, C> {
                     let transport = self.transport.clone();
                     let tx = tx.clone();
                     let task = async move { transport.exchange_in(req, tx, span, binding).await };
-                    ops.insert(op, spawn_abortable::<R>(task));
+                    in_flight.ops.insert(op, spawn_abortable::<R>(task));
                 }
                 Output::AbortTransmit { op } => {
-                    if let Some(h) = ops.remove(&op) {
+                    if let Some(h) = in_flight.ops.remove(&op) {
                         h.abort();
                     }
                 }
@@ -477,12 +521,16 @@ impl<R: Runtime, C: ControlPoint + 'static> Driver<R, C> {
                     if matches!(request, HostRequest::Negotiation(_)) {
                         crate::metrics::negotiation_round();
                     }
-                    self.ask_host(spans, calls, tx, call, request);
+                    self.ask_host(spans, in_flight, tx, call, request);
                 }
                 Output::AbandonHostCall { call } => {
-                    if let Some(h) = calls.remove(&call) {
+                    if let Some(h) = in_flight.calls.remove(&call) {
                         h.abort();
                     }
+                    // An answer given at once is dropped like the task of one still awaited.
+                    in_flight
+                        .answered
+                        .retain(|a| !matches!(a, Input::HostReply { call: c, .. } if *c == call));
                 }
                 Output::Event(event) => return Some(Awaited::Event(event)),
                 Output::Finished(result) => return Some(Awaited::Finished(result)),
@@ -492,18 +540,40 @@ impl<R: Runtime, C: ControlPoint + 'static> Driver<R, C> {
         None
     }
 
-    /// Starts host call `call` under its span, abortable by its id.
+    /// Starts host call `call` under its span. The callback's future is polled once here: an
+    /// answer it has at once is kept for the loop to feed next, which costs no task and no trip
+    /// through the completion channel. A future that is not ready goes on in a task of its
+    /// own, abortable by the call's id.
     fn ask_host(
         &self,
         spans: &mut RunSpans,
-        calls: &mut BTreeMap<CallId, AbortHandle>,
+        in_flight: &mut InFlight,
         tx: &mpsc::Sender<Input>,
         call: CallId,
         request: HostRequest,
     ) {
         let span = spans.for_host_call(&request);
-        let task = call_host(self.control_point.clone(), call, request, tx.clone());
-        calls.insert(call, spawn_abortable::<R>(in_span(task, span)));
+        let control_point = self.control_point.clone();
+        let mut answer = Box::pin(in_span(
+            async move { answer_guarded(&*control_point, request).await },
+            span,
+        ));
+        // The waker given to this first poll is never woken: a callback that is not ready
+        // registers the task's own waker when the task polls it.
+        let mut first = std::task::Context::from_waker(std::task::Waker::noop());
+        match answer.as_mut().poll(&mut first) {
+            Poll::Ready(reply) => in_flight
+                .answered
+                .push_back(Input::HostReply { call, reply }),
+            Poll::Pending => {
+                let mut tx = tx.clone();
+                let task = async move {
+                    let reply = answer.await;
+                    let _ = tx.send(Input::HostReply { call, reply }).await;
+                };
+                in_flight.calls.insert(call, spawn_abortable::<R>(task));
+            }
+        }
     }
 
     /// Feeds one input to the core (recorded and journaled first), then any timeout it made due.
@@ -512,15 +582,14 @@ impl<R: Runtime, C: ControlPoint + 'static> Driver<R, C> {
         run: &mut Run,
         now: Timestamp,
         input: Input,
-        ops: &mut BTreeMap<OpId, AbortHandle>,
-        calls: &mut BTreeMap<CallId, AbortHandle>,
+        in_flight: &mut InFlight,
     ) {
         match &input {
             Input::ResponseEnd { op } | Input::TransportFailed { op, .. } => {
-                ops.remove(op);
+                in_flight.ops.remove(op);
             }
             Input::HostReply { call, .. } => {
-                calls.remove(call);
+                in_flight.calls.remove(call);
             }
             _ => {}
         }
@@ -676,10 +745,10 @@ impl<R: Runtime, C: ControlPoint + 'static> Driver<R, C> {
 }
 
 /// `task` inside `span` when there is one; the host's own spans then nest under the subtask.
-fn in_span(
-    task: impl std::future::Future<Output = ()> + Send + 'static,
+fn in_span<T>(
+    task: impl std::future::Future<Output = T> + Send + 'static,
     span: Option<tracing::Span>,
-) -> impl std::future::Future<Output = ()> + Send + 'static {
+) -> impl std::future::Future<Output = T> + Send + 'static {
     task.instrument(span.unwrap_or_else(tracing::Span::current))
 }
 
@@ -749,15 +818,4 @@ impl<F: std::future::Future + Unpin> Drop for DroppedInDispatch<F> {
 /// Microseconds since the run's (or operation's) epoch, read from the runtime's clock.
 pub(crate) fn stamp<R: Runtime>(epoch: std::time::Instant) -> Timestamp {
     Timestamp::from_micros(u64::try_from(elapsed::<R>(epoch).as_micros()).unwrap_or(u64::MAX))
-}
-
-/// Runs one host callback; a panic becomes the callback's failure, never a crash.
-async fn call_host<C: ControlPoint + 'static>(
-    control_point: Arc<C>,
-    call: CallId,
-    request: HostRequest,
-    mut tx: mpsc::Sender<Input>,
-) {
-    let reply = answer_guarded(&*control_point, request).await;
-    let _ = tx.send(Input::HostReply { call, reply }).await;
 }

@@ -52,6 +52,21 @@ pub(crate) fn elapsed<R: Runtime>(earlier: Instant) -> Duration {
     R::now().saturating_duration_since(earlier)
 }
 
+/// Lets the runtime run its other tasks once before this one goes on: the task wakes itself
+/// and returns pending a single time.
+pub(crate) async fn yield_now() {
+    let mut yielded = false;
+    std::future::poll_fn(|cx| {
+        if yielded {
+            return std::task::Poll::Ready(());
+        }
+        yielded = true;
+        cx.waker().wake_by_ref();
+        std::task::Poll::Pending
+    })
+    .await;
+}
+
 /// Runs `future` until it completes or `deadline` has passed on the runtime's clock; `None`
 /// when the deadline came first (the future is dropped, which cancels it). A deadline too far
 /// away to be represented means no deadline.

@@ -507,6 +507,42 @@ pub fn progress_is_a_consistent_snapshot_taken_while_the_run_goes_on<T: TestRunt
     })
 }
 
+/// A host whose callbacks answer at once never makes the run wait for anything, yet the run
+/// still sees its cancel between two steps: it does not hold its thread to the end.
+pub fn a_host_that_answers_at_once_still_lets_its_run_be_cancelled<T: TestRuntime>() {
+    const STEPS: usize = 20_000;
+    T::block_on(async {
+        let steps: Vec<Value> = (0..STEPS)
+            .map(|i| {
+                let mut step = json!({"name": format!("s{i}"), "step_type": "SELF_LOOP",
+                    "subtasks": [{"agent": "me", "description": "local work"}]});
+                if i + 1 < STEPS {
+                    step["next"] = json!([{"step": format!("s{}", i + 1)}]);
+                }
+                step
+            })
+            .collect();
+        let wf = workflow(json!({"name": "long", "steps": steps}));
+        let engine = Engine::<T>::builder(Vec::new()).build().expect("engine");
+        let host = ControlPointBuilder::new()
+            .on_self_task(|_| async { Ok(a2at_core::host::TaskResult::success(vec!["ok".into()])) })
+            .build();
+        let mut run = engine.run(wf, Arc::new(host)).spawn();
+        let first = run.next_event().await.expect("the run starts");
+        assert_eq!(first.kind, EventType::Start);
+        drop(run.events());
+        run.cancel();
+        let result = run.result().await;
+        assert_eq!(
+            result.error.as_ref().map(|e| e.code.as_str()),
+            Some(codes::CANCELLED),
+            "the run ran to its end: {} subtasks",
+            result.history.len()
+        );
+        assert!(result.history.len() < STEPS, "{}", result.history.len());
+    })
+}
+
 pub fn a_plain_input_required_is_declined_by_default_or_answered_by_the_host<T: TestRuntime>() {
     use a2at_core::host::InputDecision;
     T::block_on(async {
