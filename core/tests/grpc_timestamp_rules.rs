@@ -332,6 +332,26 @@ fn a_leap_day_exists_only_in_leap_years() {
     }
 }
 
+/// Every month of every year 1..9999 begins and ends on the days the calendar counts, in print
+/// and in parsing: the days where calendars go wrong (a month's last day, a century's leap day
+/// that is missing, every 400th year's leap day that is not) are each checked, not sampled.
+#[test]
+fn every_month_of_every_year_begins_and_ends_on_its_counted_day() {
+    let mut first = MIN_SECONDS;
+    for y in 1..=9999i64 {
+        for m in 1..=12i64 {
+            let last = first + (days_in_month(y, m) - 1) * DAY;
+            for (seconds, d) in [(first, 1), (last, days_in_month(y, m))] {
+                let text = format!("{y:04}-{m:02}-{d:02}T00:00:00Z");
+                assert_eq!(format_timestamp(seconds, 0).as_deref(), Ok(&*text));
+                assert_eq!(parse_timestamp(&text), Some((seconds, 0)), "{text}");
+            }
+            first = last + DAY;
+        }
+    }
+    assert_eq!(first, MAX_SECONDS + 1);
+}
+
 /// The clock runs 00:00:00 to 23:59:59: hour 24, minute 60 and second 60 are refused.
 #[test]
 fn the_clock_stops_at_23_59_59() {
