@@ -1,6 +1,8 @@
 //! The gRPC binding codec: protobuf messages, framing, status projection, request encoding and
 //! incremental response decoding (a2a.proto `lf.a2a.v1`, a2a-wire §7.2).
 
+mod common;
+
 use a2at_core::a2a::grpc::{
     CancelTaskRequest, GetTaskRequest, GrpcCode, GrpcMessage, GrpcResponseDecoder,
     ListTasksRequest, ListTasksResponse, MAX_STRUCT_DEPTH, SendMessageResponse,
@@ -1246,32 +1248,14 @@ fn a_trailers_only_error_behind_an_http_error_status_keeps_its_headers() {
 
 mod properties {
     use super::*;
+    use common::json_value;
     use proptest::prelude::*;
-
-    /// JSON values a `google.protobuf.Value` can hold exactly: numbers are finite doubles.
-    fn json_value() -> impl Strategy<Value = Value> {
-        let leaf = prop_oneof![
-            Just(Value::Null),
-            any::<bool>().prop_map(Value::Bool),
-            any::<f64>()
-                .prop_filter("finite", |f| f.is_finite())
-                .prop_map(|f| json!(f)),
-            ".{0,12}".prop_map(Value::String),
-        ];
-        leaf.prop_recursive(6, 48, 6, |inner| {
-            prop_oneof![
-                proptest::collection::vec(inner.clone(), 0..6).prop_map(Value::Array),
-                proptest::collection::vec((".{0,8}", inner), 0..6)
-                    .prop_map(|kv| Value::Object(kv.into_iter().collect())),
-            ]
-        })
-    }
 
     proptest! {
         #![proptest_config(ProptestConfig::with_cases(256))]
 
         #[test]
-        fn data_parts_and_metadata_round_trip(v in json_value(), key in ".{0,8}") {
+        fn data_parts_and_metadata_round_trip(v in json_value(6, 6), key in ".{0,8}") {
             let mut p = Part::data(v.clone());
             p.metadata = Some(std::iter::once((key, v)).collect());
             let back = Part::decode_proto(&p.encode_proto()).unwrap();

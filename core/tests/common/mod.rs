@@ -356,3 +356,30 @@ pub fn directory_of(agents: &[(&str, &str, &str)]) -> AgentDirectory {
         .collect();
     AgentDirectory::new(cards, None).expect("a valid directory")
 }
+
+/// JSON values a `google.protobuf.Value` can hold exactly (numbers are finite doubles), nested
+/// at most `depth` arrays/objects deep, each holding at most `width - 1` members (about
+/// `8 * width` nodes in all). Object keys and strings are short arbitrary text.
+pub fn json_value(
+    depth: u32,
+    width: u32,
+) -> impl proptest::strategy::Strategy<Value = serde_json::Value> {
+    use proptest::prelude::*;
+    use serde_json::Value;
+    let leaf = prop_oneof![
+        Just(Value::Null),
+        any::<bool>().prop_map(Value::Bool),
+        any::<f64>()
+            .prop_filter("finite", |f| f.is_finite())
+            .prop_map(|f| serde_json::json!(f)),
+        ".{0,12}".prop_map(Value::String),
+    ];
+    let members = 0..width as usize;
+    leaf.prop_recursive(depth, 8 * width, width, move |inner| {
+        prop_oneof![
+            proptest::collection::vec(inner.clone(), members.clone()).prop_map(Value::Array),
+            proptest::collection::vec((".{0,8}", inner), members.clone())
+                .prop_map(|kv| Value::Object(kv.into_iter().collect())),
+        ]
+    })
+}
