@@ -960,6 +960,49 @@ fn repeated_descriptions_in_a_step_get_distinct_keys() {
     );
 }
 
+proptest! {
+    /// Whatever descriptions a step's subtasks share, every subtask that was not cancelled has
+    /// its own key: its bare description when no other subtask of the step has it, else the
+    /// description with its agent and index.
+    #[test]
+    fn every_kept_subtask_of_a_step_has_its_own_key(
+        subtasks in proptest::collection::vec(
+            (prop::sample::select(vec!["x", "y", "z"]), any::<bool>()), 1..8),
+    ) {
+        let history: Vec<TaskExecutionResult> = subtasks
+            .iter()
+            .enumerate()
+            .map(|(i, (description, cancelled))| {
+                let status = if *cancelled { TaskStatus::Cancelled } else { TaskStatus::Success };
+                result_of("s", i as u32, "ag", description, status, &i.to_string())
+            })
+            .collect();
+        let result = ExecutionResult {
+            execution_id: "e".into(),
+            success: true,
+            error: None,
+            history,
+            steps: vec![report("s", StepStatus::Succeeded)],
+        };
+        let mut want: Vec<(String, Vec<Value>)> = subtasks
+            .iter()
+            .enumerate()
+            .filter(|(_, (_, cancelled))| !cancelled)
+            .map(|(i, (description, _))| {
+                let uses = subtasks.iter().filter(|(d, _)| d == description).count();
+                let key = if uses == 1 {
+                    (*description).to_owned()
+                } else {
+                    format!("{description} [ag#{i}]")
+                };
+                (key, vec![json!(i.to_string())])
+            })
+            .collect();
+        want.sort_by(|a, b| a.0.cmp(&b.0));
+        prop_assert_eq!(keys(&result, "s"), want);
+    }
+}
+
 /// Only steps that ran to their end (succeeded or failed) have outputs; a step that ran
 /// without any result has an empty map, and the others are absent.
 #[test]
@@ -1053,7 +1096,7 @@ fn a_result_is_written_with_its_step_outputs_and_reads_back() {
 type Agent<'a> = dyn FnMut(&HttpRequest) -> Option<(u16, Value)> + 'a;
 
 /// Runs a one-step workflow against the REST agent `alpha`, whose answers `agent` scripts;
-/// returns every request sent, the result and the `task_response` payloads.
+/// returns every request sent and the result.
 fn remote_run(agent: &mut Agent<'_>) -> (Vec<HttpRequest>, Arc<ExecutionResult>) {
     let card = AgentCard::from_json_value(&json!({
         "name": "alpha",
