@@ -619,7 +619,7 @@ fn every_request() -> [HostRequest; 5] {
     ]
 }
 
-/// A control point with every callback registered, each answering after one pending poll.
+/// A control point with every callback registered; `on_task` answers after one pending poll.
 fn full_control_point() -> a2at_core::driver_support::BuiltControlPoint {
     ControlPointBuilder::new()
         .on_task(|req| PendingThen {
@@ -1235,7 +1235,7 @@ fn an_answer_must_be_in_the_exchanges_own_context_or_none() {
     );
 }
 
-/// A blank task id is refused.
+/// A blank task id is refused: later polls, cancels and replies would address no task.
 #[test]
 fn a_blank_remote_task_id_is_refused() {
     let (_, result) = remote_run(&mut |req| {
