@@ -1290,3 +1290,21 @@ fn the_remote_task_id_learnt_first_must_never_change() {
         }
     }
 }
+
+/// The HTTP status decides before the body: an answer with an error status fails the subtask
+/// with that status even when its body reads as a completed task, whose outputs are not taken.
+#[test]
+fn an_error_status_fails_the_subtask_whatever_its_body_says() {
+    for status in [404, 500] {
+        let (_, result) = remote_run(&mut |req| {
+            let ctx = req.correlation.context_id.clone();
+            Some((
+                status,
+                json!({"task": task("t1", &ctx, "TASK_STATE_COMPLETED")}),
+            ))
+        });
+        let (code, _) = outcome(&result).expect("a failure");
+        assert_eq!(code, format!("a2a.http.{status}"));
+        assert!(result.history[0].outputs.is_empty(), "{:?}", result.history);
+    }
+}
