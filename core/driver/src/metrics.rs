@@ -116,9 +116,9 @@ pub(crate) fn run_refused() {
     ::metrics::counter!(RUNS_TOTAL, "outcome" => "refused").increment(1);
 }
 
-/// A finished subtask.
-pub(crate) fn subtask_finished(agent: &str, status: TaskStatus) {
-    ::metrics::counter!(SUBTASKS_TOTAL, "agent" => agent.to_owned(), "outcome" => status.as_str())
+/// A finished subtask; the agent's name is shared, not copied, into the label.
+pub(crate) fn subtask_finished(agent: Arc<str>, status: TaskStatus) {
+    ::metrics::counter!(SUBTASKS_TOTAL, "agent" => agent, "outcome" => status.as_str())
         .increment(1);
 }
 
@@ -333,9 +333,9 @@ mod tests {
     fn keeps_counters_and_histograms_by_sorted_labels_and_summarises_them() {
         let recorder = InMemoryMetrics::new();
         ::metrics::with_local_recorder(&recorder, || {
-            subtask_finished("beta", TaskStatus::Success);
-            subtask_finished("beta", TaskStatus::Success);
-            subtask_finished("alpha", TaskStatus::Failed);
+            subtask_finished(Arc::from("beta"), TaskStatus::Success);
+            subtask_finished(Arc::from("beta"), TaskStatus::Success);
+            subtask_finished(Arc::from("alpha"), TaskStatus::Failed);
             for ms in [30, 10, 20] {
                 request_duration(
                     &Arc::from("alpha"),

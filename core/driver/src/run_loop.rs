@@ -288,9 +288,7 @@ impl InFlight {
     /// The next input that needs no waiting: a ready host answer first, then a completion
     /// already queued.
     fn next_at_hand(&mut self, rx: &mut mpsc::Receiver<Input>) -> Option<Input> {
-        self.answered
-            .pop_front()
-            .or_else(|| rx.try_recv().ok())
+        self.answered.pop_front().or_else(|| rx.try_recv().ok())
     }
 }
 
@@ -378,7 +376,7 @@ impl<R: Runtime, C: ControlPoint + 'static> Driver<R, C> {
                     self.ask_host(&mut spans, &mut in_flight, &tx, call, request);
                 }
                 self.close_conversations(&run, &mut tasks_seen, &mut closed_contexts);
-                spans.close_finished(&run);
+                spans.close_finished(&run, |agent| self.transport.limits.shared_name(agent));
                 for r in run.retries().get(retries_seen..).unwrap_or_default() {
                     crate::metrics::retry(&r.agent, r.action);
                 }
@@ -386,8 +384,7 @@ impl<R: Runtime, C: ControlPoint + 'static> Driver<R, C> {
                 // Outputs are taken from the run one at a time, as they are carried out: a copy of
                 // the queue here would keep a second buffer's capacity for the run's whole life.
                 // Only an event and the end are awaited, so no whole output is kept across a wait.
-                while let Some(awaited) =
-                    self.carry_out(&mut run, &mut spans, &mut in_flight, &tx)
+                while let Some(awaited) = self.carry_out(&mut run, &mut spans, &mut in_flight, &tx)
                 {
                     match awaited {
                         Awaited::Event(event) => {
@@ -402,7 +399,9 @@ impl<R: Runtime, C: ControlPoint + 'static> Driver<R, C> {
                             }
                         }
                         Awaited::Finished(result) => {
-                            spans.close_finished(&run);
+                            spans.close_finished(&run, |agent| {
+                                self.transport.limits.shared_name(agent)
+                            });
                             drop(spans);
                             Recorder::flush(&mut self.recorder);
                             in_flight.abort_all();
@@ -427,7 +426,20 @@ impl<R: Runtime, C: ControlPoint + 'static> Driver<R, C> {
                     in_flight.ops = BTreeMap::new();
                     in_flight.calls = BTreeMap::new();
                 }
-                let woke = if in_flight.answered.is_empty() {
+                let woke = if let Some(answer) = in_flight.answered.pop_front() {
+                    // A host answer is at hand: no wait. But a host that always answers at once
+                    // would then hold the thread to the run's end and its cancel would never be
+                    // seen, so the loop still yields once and looks at the cancel signal. A
+                    // cancel goes first; the answer is fed right after it.
+                    crate::runtime::yield_now().await;
+                    let input = if waiter.cancelled_now() {
+                        in_flight.answered.push_front(answer);
+                        Input::Cancel
+                    } else {
+                        answer
+                    };
+                    Some((waiter.now(), Some(input)))
+                } else {
                     let deadline = run.poll_timeout();
                     let next = waiter.next(deadline, &mut rx);
                     futures::pin_mut!(next);
@@ -445,16 +457,6 @@ impl<R: Runtime, C: ControlPoint + 'static> Driver<R, C> {
                             None
                         }
                     }
-                } else {
-                    // A host answer is at hand: no wait. But a host that always answers at once
-                    // would then hold the thread to the run's end and its cancel would never be
-                    // seen, so the loop still yields once and looks at the cancel signal.
-                    crate::runtime::yield_now().await;
-                    let input = match waiter.cancelled_now() {
-                        true => Input::Cancel,
-                        false => in_flight.answered.pop_front().expect("an answer is at hand"),
-                    };
-                    Some((waiter.now(), Some(input)))
                 };
                 let Some((now, input)) = woke else {
                     continue;
@@ -577,13 +579,7 @@ impl<R: Runtime, C: ControlPoint + 'static> Driver<R, C> {
     }
 
     /// Feeds one input to the core (recorded and journaled first), then any timeout it made due.
-    fn feed(
-        &mut self,
-        run: &mut Run,
-        now: Timestamp,
-        input: Input,
-        in_flight: &mut InFlight,
-    ) {
+    fn feed(&mut self, run: &mut Run, now: Timestamp, input: Input, in_flight: &mut InFlight) {
         match &input {
             Input::ResponseEnd { op } | Input::TransportFailed { op, .. } => {
                 in_flight.ops.remove(op);

@@ -91,6 +91,16 @@ impl Limits {
         entry
     }
 
+    /// The shared name of an agent this engine has sent to; `None` for another name (a local
+    /// step's agent, say), which is not entered: the map would grow with every such name.
+    pub(crate) fn shared_name(&self, agent: &str) -> Option<Arc<str>> {
+        let slots = self
+            .per_agent
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        slots.get(agent).map(|entry| entry.name.clone())
+    }
+
     /// Waits for a slot for `agent`, then for an overall slot (in that order, so exchanges
     /// queued behind a busy agent never hold overall slots). Also returns the agent's shared
     /// name.
