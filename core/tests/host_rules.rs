@@ -10,11 +10,14 @@ use a2at_core::a2a::{Artifact, Message, ReceivedMessage, Role};
 use a2at_core::a2at::{NEGOTIATION_CONTEXT_KEY, Performative, TEMPLATE_URI_KEY};
 use a2at_core::driver_support::{ControlPointBuilder, answer_guarded};
 use a2at_core::host::{
-    HostError, HostReply, HostRequest, InputRequest, MessageContent, NegotiationRequest,
-    RouteRequest, TaskRequest, WorkflowInput, codes,
+    HostRequest, InputRequest, MessageContent, NegotiationRequest, RouteRequest, TaskRequest,
+    WorkflowInput, codes,
 };
 use a2at_core::workflow::BusinessInput;
 use serde_json::{Map, Value, json};
+
+mod common;
+use common::host_failure;
 
 fn propose_context() -> Value {
     json!({"id": "n-1", "round": 1, "maxRounds": 3, "performative": "PROPOSE"})
@@ -144,17 +147,6 @@ fn block_on<F: Future>(f: F) -> F::Output {
     }
 }
 
-fn failure(reply: HostReply) -> HostError {
-    match reply {
-        HostReply::Task(Err(e))
-        | HostReply::SelfTask(Err(e))
-        | HostReply::Route(Err(e))
-        | HostReply::Negotiation(Err(e))
-        | HostReply::InputRequired(Err(e)) => e,
-        other => panic!("a failure expected, got {other:?}"),
-    }
-}
-
 #[test]
 fn a_panicking_callback_fails_with_a_message_naming_that_callback() {
     let panicking = ControlPointBuilder::new()
@@ -196,7 +188,7 @@ fn a_panicking_callback_fails_with_a_message_naming_that_callback() {
     ];
     for (request, callback) in requests {
         let reply = block_on(answer_guarded(&panicking, request));
-        let error = failure(reply);
+        let error = host_failure(reply);
         assert_eq!(error.code, codes::HOST_CALLBACK_PANICKED, "{callback}");
         assert_eq!(
             error.message,

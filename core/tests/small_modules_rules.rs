@@ -37,6 +37,9 @@ use a2at_core::{
 use proptest::prelude::*;
 use serde_json::{Value, json};
 
+mod common;
+use common::host_failure;
+
 // ----- event types and selections -----
 
 /// Every event type with its stable text.
@@ -702,14 +705,7 @@ fn an_unregistered_callback_fails_with_handler_missing() {
         }
         let (reply, _) = block_on(answer_guarded(&cp, request));
         assert_eq!(reply.callback_name(), name);
-        let error = match reply {
-            HostReply::Task(Err(e))
-            | HostReply::SelfTask(Err(e))
-            | HostReply::Route(Err(e))
-            | HostReply::Negotiation(Err(e))
-            | HostReply::InputRequired(Err(e)) => e,
-            other => panic!("a failure expected, got {other:?}"),
-        };
+        let error = host_failure(reply);
         assert_eq!(error.code, codes::HOST_HANDLER_MISSING, "{name}");
     }
 }

@@ -383,3 +383,16 @@ pub fn json_value(
         ]
     })
 }
+
+/// The error of a failed host reply, whichever callback it answers.
+pub fn host_failure(reply: a2at_core::host::HostReply) -> a2at_core::host::HostError {
+    use a2at_core::host::HostReply;
+    match reply {
+        HostReply::Task(Err(e))
+        | HostReply::SelfTask(Err(e))
+        | HostReply::Route(Err(e))
+        | HostReply::Negotiation(Err(e))
+        | HostReply::InputRequired(Err(e)) => e,
+        other => panic!("a failure expected, got {other:?}"),
+    }
+}
