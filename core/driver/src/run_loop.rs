@@ -428,10 +428,13 @@ impl<R: Runtime, C: ControlPoint + 'static> Driver<R, C> {
                 }
                 let woke = if let Some(answer) = in_flight.answered.pop_front() {
                     // A host answer is at hand: no wait. But a host that always answers at once
-                    // would then hold the thread to the run's end and its cancel would never be
-                    // seen, so the loop still yields once and looks at the cancel signal. A
+                    // would then hold the thread to the run's end, its cancel and progress
+                    // requests never seen, so the loop still yields once and looks at both. A
                     // cancel goes first; the answer is fed right after it.
                     crate::runtime::yield_now().await;
+                    if let Some(asked) = self.progress_rx.next().now_or_never() {
+                        self.answer_progress(asked, &run);
+                    }
                     let input = if waiter.cancelled_now() {
                         in_flight.answered.push_front(answer);
                         Input::Cancel
@@ -447,13 +450,7 @@ impl<R: Runtime, C: ControlPoint + 'static> Driver<R, C> {
                     match futures::future::select(next, asked).await {
                         futures::future::Either::Left((woke, _)) => Some(woke),
                         futures::future::Either::Right((asked, _)) => {
-                            match asked {
-                                Some(reply) => {
-                                    let _ = reply.send(run.progress());
-                                }
-                                // Every handle is gone: nobody asks any more.
-                                None => self.progress_rx = futures::stream::pending().boxed(),
-                            }
+                            self.answer_progress(asked, &run);
                             None
                         }
                     }
@@ -597,6 +594,17 @@ impl<R: Runtime, C: ControlPoint + 'static> Driver<R, C> {
             tracing::error!(%misuse, "the core rejected an input (runtime bug)");
         }
         self.expire(run, now);
+    }
+
+    /// Answers a progress request with a snapshot of `run`; `None` means every handle is gone
+    /// and nobody asks any more.
+    fn answer_progress(&mut self, asked: Option<oneshot::Sender<RunProgress>>, run: &Run) {
+        match asked {
+            Some(reply) => {
+                let _ = reply.send(run.progress());
+            }
+            None => self.progress_rx = futures::stream::pending().boxed(),
+        }
     }
 
     /// Fires the core's timeout when it is due: expiry is decided by the clock, not by which

@@ -508,8 +508,9 @@ pub fn progress_is_a_consistent_snapshot_taken_while_the_run_goes_on<T: TestRunt
 }
 
 /// A host whose callbacks answer at once never makes the run wait for anything, yet the run
-/// still sees its cancel between two steps: it does not hold its thread to the end.
-pub fn a_host_that_answers_at_once_still_lets_its_run_be_cancelled<T: TestRuntime>() {
+/// still answers progress requests and sees its cancel between two steps: it does not hold its
+/// thread to the end.
+pub fn a_host_that_answers_at_once_still_lets_its_run_be_watched_and_cancelled<T: TestRuntime>() {
     const STEPS: usize = 20_000;
     T::block_on(async {
         let steps: Vec<Value> = (0..STEPS)
@@ -531,6 +532,13 @@ pub fn a_host_that_answers_at_once_still_lets_its_run_be_cancelled<T: TestRuntim
         let first = run.next_event().await.expect("the run starts");
         assert_eq!(first.kind, EventType::Start);
         drop(run.events());
+        // Progress requests are answered too while the run never waits.
+        let progress = run
+            .progress()
+            .await
+            .expect("answered while the run goes on");
+        assert!(!progress.finished);
+        assert!(progress.history.len() < STEPS, "{}", progress.history.len());
         run.cancel();
         let result = run.result().await;
         assert_eq!(

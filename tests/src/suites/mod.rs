@@ -222,7 +222,7 @@ macro_rules! lifecycle_suite {
                 progress_is_a_consistent_snapshot_taken_while_the_run_goes_on,
                 a_plain_input_required_is_declined_by_default_or_answered_by_the_host,
                 follow_ups_on_input_required_stop_at_the_limit,
-                a_host_that_answers_at_once_still_lets_its_run_be_cancelled,
+                a_host_that_answers_at_once_still_lets_its_run_be_watched_and_cancelled,
             ]
         );
     };
