@@ -420,11 +420,14 @@ impl<R: Runtime, C: ControlPoint + 'static> Driver<R, C> {
                 // A progress request is answered between two inputs: the snapshot is consistent
                 // and the run goes on. (Waiting is cancel-safe: nothing is lost when a request
                 // wins the race.)
-                // Nothing in flight: the run waits for a timer or a cancel, maybe for hours. An
-                // emptied map keeps its last node; a new one holds none (as in the core).
-                if in_flight.ops.is_empty() && in_flight.calls.is_empty() {
-                    in_flight.ops = BTreeMap::new();
-                    in_flight.calls = BTreeMap::new();
+                // Nothing in flight and no answer at hand: the run waits for a timer or a cancel,
+                // maybe for hours. An emptied map keeps its last node and an emptied queue its
+                // buffer; new ones hold nothing (as in the core).
+                if in_flight.ops.is_empty()
+                    && in_flight.calls.is_empty()
+                    && in_flight.answered.is_empty()
+                {
+                    in_flight = InFlight::default();
                 }
                 let woke = if let Some(answer) = in_flight.answered.pop_front() {
                     // A host answer is at hand: no wait. But a host that always answers at once
