@@ -91,8 +91,9 @@ impl Limits {
         entry
     }
 
-    /// The shared name of an agent this engine has sent to; `None` for another name (a local
-    /// step's agent, say), which is not entered: the map would grow with every such name.
+    /// The shared name of an agent of the engine's cards, or of one it has sent to; `None`
+    /// for another name (a local step's agent, say), which is not entered: the engine-wide map
+    /// would grow with every such name.
     pub(crate) fn shared_name(&self, agent: &str) -> Option<Arc<str>> {
         let slots = self
             .per_agent
