@@ -323,6 +323,45 @@ fn a_step_running_when_the_run_is_cancelled_ends_cancelled_not_failed() {
     assert_eq!(host.error_codes(), [codes::CANCELLED]);
 }
 
+/// A reply to a call the run no longer holds (answered already, or abandoned: the run forgets
+/// a call before it says so) changes nothing, so a driver may feed an answer it already had in
+/// hand when the call was abandoned.
+#[test]
+fn a_reply_to_a_call_the_run_no_longer_holds_is_ignored() {
+    let (mut run, mut host) = started(json!({"steps": [
+        self_step("a", json!([])),
+        self_step("b", json!([])),
+    ]}));
+    let a = host.take_task("a");
+    let out = |text: &str| HostReply::SelfTask(Ok(TaskResult::success(vec![text.into()])));
+    host.reply(&mut run, a, out("first"));
+    let events_before = host.events.len();
+    run.handle(
+        Input::HostReply {
+            call: a,
+            reply: out("second"),
+        },
+        Timestamp::ZERO,
+    )
+    .expect("a reply to a forgotten call is no misuse");
+    host.drain(&mut run);
+    assert_eq!(
+        host.events.len(),
+        events_before,
+        "{:?}",
+        &host.events[events_before..]
+    );
+    assert!(
+        host.pending
+            .iter()
+            .any(|(_, r)| matches!(r, HostRequest::SelfTask(t) if t.step_name == "b"))
+    );
+    host.succeed(&mut run, "b");
+    let result = host.result();
+    assert!(result.success);
+    assert_eq!(result.step_outputs()["a"]["do a"], vec![json!("first")]);
+}
+
 /// `a` has two conditional edges; the host decides one and never answers the other.
 #[test]
 fn an_edge_left_undecided_after_its_sibling_was_decided_still_times_out() {
