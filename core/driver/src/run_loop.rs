@@ -189,8 +189,9 @@ impl<R: Runtime> Waiter<R> {
         let Some(cancel) = self.cancel.as_mut() else {
             return false;
         };
-        let mut look = std::task::Context::from_waker(std::task::Waker::noop());
-        let cancelled = cancel.poll(&mut look).is_ready();
+        let cancelled = std::future::poll_fn(|cx| cancel.poll(cx))
+            .now_or_never()
+            .is_some();
         if cancelled {
             self.cancel = None;
         }
@@ -526,13 +527,12 @@ impl<R: Runtime, C: ControlPoint + 'static> Driver<R, C> {
                     self.ask_host(spans, in_flight, tx, call, request);
                 }
                 Output::AbandonHostCall { call } => {
+                    // An answer given at once is fed anyway: the core forgot the call before it
+                    // said so and ignores replies to calls it does not hold, as it does for an
+                    // aborted task's answer already in the channel.
                     if let Some(h) = in_flight.calls.remove(&call) {
                         h.abort();
                     }
-                    // An answer given at once is dropped like the task of one still awaited.
-                    in_flight
-                        .answered
-                        .retain(|a| !matches!(a, Input::HostReply { call: c, .. } if *c == call));
                 }
                 Output::Event(event) => return Some(Awaited::Event(event)),
                 Output::Finished(result) => return Some(Awaited::Finished(result)),
@@ -562,12 +562,11 @@ impl<R: Runtime, C: ControlPoint + 'static> Driver<R, C> {
         ));
         // The waker given to this first poll is never woken: a callback that is not ready
         // registers the task's own waker when the task polls it.
-        let mut first = std::task::Context::from_waker(std::task::Waker::noop());
-        match answer.as_mut().poll(&mut first) {
-            Poll::Ready(reply) => in_flight
+        match (&mut answer).now_or_never() {
+            Some(reply) => in_flight
                 .answered
                 .push_back(Input::HostReply { call, reply }),
-            Poll::Pending => {
+            None => {
                 let mut tx = tx.clone();
                 let task = async move {
                     let reply = answer.await;
