@@ -2,6 +2,7 @@
 //! incremental response decoding (a2a.proto `lf.a2a.v1`, a2a-wire §7.2).
 
 mod common;
+use common::{object, proto_round_trip};
 
 use a2at_core::a2a::grpc::{
     CancelTaskRequest, GetTaskRequest, GrpcCode, GrpcMessage, GrpcResponseDecoder,
@@ -18,13 +19,6 @@ use a2at_core::a2a::{
 use core::time::Duration;
 use serde_json::{Map, Value, json};
 
-fn obj(v: Value) -> Map<String, Value> {
-    match v {
-        Value::Object(m) => m,
-        _ => unreachable!("test metadata is an object"),
-    }
-}
-
 /// Every kind of part, metadata with every Value kind (numbers as doubles: that is all a
 /// `google.protobuf.Value` can hold).
 fn rich_message(role: Role) -> Message {
@@ -34,7 +28,7 @@ fn rich_message(role: Role) -> Message {
     );
     raw.filename = Some("b.bin".into());
     let mut data = Part::data(json!({"cells": [1.0, 2.5], "ok": true, "none": null, "s": ""}));
-    data.metadata = Some(obj(json!({"k": "v"})));
+    data.metadata = Some(object(json!({"k": "v"})));
     Message {
         message_id: "m-1".into(),
         context_id: Some("ctx-1".into()),
@@ -50,7 +44,7 @@ fn rich_message(role: Role) -> Message {
             data,
             Part::data(json!("bare string")),
         ],
-        metadata: Some(obj(json!({
+        metadata: Some(object(json!({
             "https://ext/Negotiation-T/v1": "## Propose",
             "negotiationContext": {"id": "n1", "round": 1.0, "maxRounds": 3.0},
             "list": [[], {}, -0.5, false],
@@ -78,23 +72,18 @@ fn rich_task() -> Task {
             extensions: vec!["https://ext/Task-T/v1".into()],
         }],
         history: vec![rich_message(Role::User), Message::default()],
-        metadata: Some(obj(json!({"t": 2.0}))),
+        metadata: Some(object(json!({"t": 2.0}))),
     }
-}
-
-fn round_trip<T: GrpcMessage + PartialEq + core::fmt::Debug>(v: &T) {
-    let bytes = v.encode_proto();
-    assert_eq!(&T::decode_proto(&bytes).expect("decodes"), v);
 }
 
 #[test]
 fn every_message_round_trips() {
     let task = rich_task();
-    round_trip(&rich_message(Role::User));
-    round_trip(&task.status);
-    round_trip(&task.artifacts[0]);
-    round_trip(&task);
-    round_trip(&Task::default());
+    proto_round_trip(&rich_message(Role::User));
+    proto_round_trip(&task.status);
+    proto_round_trip(&task.artifacts[0]);
+    proto_round_trip(&task);
+    proto_round_trip(&Task::default());
     let status_update = TaskStatusUpdateEvent {
         task_id: "task-1".into(),
         context_id: Some("ctx-1".into()),
@@ -103,7 +92,7 @@ fn every_message_round_trips() {
             message: None,
             timestamp: Some("2026-12-02T10:39:28Z".into()),
         },
-        metadata: Some(obj(json!({"a": "b"}))),
+        metadata: Some(object(json!({"a": "b"}))),
     };
     let artifact_update = TaskArtifactUpdateEvent {
         task_id: "task-1".into(),
@@ -113,50 +102,50 @@ fn every_message_round_trips() {
         last_chunk: true,
         metadata: None,
     };
-    round_trip(&status_update);
-    round_trip(&artifact_update);
+    proto_round_trip(&status_update);
+    proto_round_trip(&artifact_update);
     for s in [
         StreamResponse::Task(task.clone()),
         StreamResponse::Message(rich_message(Role::Agent)),
         StreamResponse::StatusUpdate(status_update),
         StreamResponse::ArtifactUpdate(artifact_update),
     ] {
-        round_trip(&s);
+        proto_round_trip(&s);
     }
-    round_trip(&SendMessageResponse::Task(task.clone()));
-    round_trip(&SendMessageResponse::Message(rich_message(Role::Agent)));
+    proto_round_trip(&SendMessageResponse::Task(task.clone()));
+    proto_round_trip(&SendMessageResponse::Message(rich_message(Role::Agent)));
     let config = SendMessageConfiguration {
         accepted_output_modes: vec!["text/plain".into(), "application/json".into()],
         history_length: Some(0),
         return_immediately: true,
     };
-    round_trip(&config);
-    round_trip(&SendMessageRequest {
+    proto_round_trip(&config);
+    proto_round_trip(&SendMessageRequest {
         tenant: Some("tenant-a".into()),
         message: rich_message(Role::User),
         configuration: Some(config),
-        metadata: Some(obj(json!({"req": 1.5}))),
+        metadata: Some(object(json!({"req": 1.5}))),
     });
-    round_trip(&GetTaskRequest {
+    proto_round_trip(&GetTaskRequest {
         tenant: Some("t".into()),
         id: "task-1".into(),
         history_length: Some(0),
     });
-    round_trip(&GetTaskRequest {
+    proto_round_trip(&GetTaskRequest {
         tenant: None,
         id: "task-1".into(),
         history_length: None,
     });
-    round_trip(&CancelTaskRequest {
+    proto_round_trip(&CancelTaskRequest {
         tenant: None,
         id: "task-1".into(),
-        metadata: Some(obj(json!({"why": "stop"}))),
+        metadata: Some(object(json!({"why": "stop"}))),
     });
-    round_trip(&SubscribeToTaskRequest {
+    proto_round_trip(&SubscribeToTaskRequest {
         tenant: Some("t".into()),
         id: "task-1".into(),
     });
-    round_trip(&ListTasksRequest {
+    proto_round_trip(&ListTasksRequest {
         tenant: Some("t".into()),
         context_id: Some("ctx-1".into()),
         status: TaskState::Working,
@@ -166,7 +155,7 @@ fn every_message_round_trips() {
         status_timestamp_after: Some("2026-01-01T00:00:00.500Z".into()),
         include_artifacts: Some(false),
     });
-    round_trip(&ListTasksResponse {
+    proto_round_trip(&ListTasksResponse {
         tasks: vec![task, Task::default()],
         next_page_token: "p2".into(),
         page_size: 2,
@@ -193,7 +182,7 @@ fn a_send_message_request_has_the_bytes_the_proto_field_numbers_give() {
             history_length: Some(0),
             return_immediately: false,
         }),
-        metadata: Some(obj(json!({"k": "v"}))),
+        metadata: Some(object(json!({"k": "v"}))),
     };
     #[rustfmt::skip]
     let golden: &[u8] = &[
@@ -248,7 +237,7 @@ fn a_task_has_the_bytes_the_proto_field_numbers_give() {
             ..Artifact::default()
         }],
         history: vec![],
-        metadata: Some(obj(json!({"b": true}))),
+        metadata: Some(object(json!({"b": true}))),
     };
     assert_eq!(Task::decode_proto(golden).unwrap(), task);
     assert_eq!(task.encode_proto(), golden);

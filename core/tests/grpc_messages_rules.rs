@@ -12,7 +12,7 @@ use a2at_core::a2a::{
     Artifact, Message, Part, PartContent, SendMessageRequest, Task, TaskArtifactUpdateEvent,
     TaskStatusUpdateEvent,
 };
-use common::json_value;
+use common::{json_value, object, proto_round_trip};
 use proptest::prelude::*;
 use serde_json::{Map, Value, json};
 
@@ -31,13 +31,6 @@ fn nested(kinds: &[bool]) -> Value {
 /// `levels` objects around the string `"x"`.
 fn nested_objects(levels: usize) -> Value {
     nested(&vec![true; levels])
-}
-
-fn as_map(v: Value) -> Map<String, Value> {
-    match v {
-        Value::Object(m) => m,
-        other => panic!("not an object: {other}"),
-    }
 }
 
 /// A text part carrying `metadata`.
@@ -107,9 +100,9 @@ fn objects_nest_in_a_data_part_up_to_the_limit_and_no_deeper() {
 /// `MAX_STRUCT_DEPTH` levels deep and not one more.
 #[test]
 fn a_metadata_map_counts_as_the_first_struct_level() {
-    let deepest = text_with_metadata(as_map(nested_objects(MAX_STRUCT_DEPTH)));
+    let deepest = text_with_metadata(object(nested_objects(MAX_STRUCT_DEPTH)));
     assert_eq!(Part::decode_proto(&deepest.encode_proto()), Ok(deepest));
-    let beyond = text_with_metadata(as_map(nested_objects(MAX_STRUCT_DEPTH + 1)));
+    let beyond = text_with_metadata(object(nested_objects(MAX_STRUCT_DEPTH + 1)));
     assert_eq!(Part::decode_proto(&beyond.encode_proto()), too_deep());
 }
 
@@ -215,46 +208,42 @@ fn a_struct_entry_without_key_or_value_reads_as_empty_name_and_null() {
     assert_eq!(data_of(&data_part_of(&no_key)), Ok(json!({"": true})));
 }
 
-fn round_trips<T: GrpcMessage + PartialEq + core::fmt::Debug>(v: T) {
-    assert_eq!(T::decode_proto(&v.encode_proto()), Ok(v));
-}
-
 /// Every message with a `metadata` field reads it back, and a present map reads as `Some`
 /// even when empty: an extension's metadata must reach the workflow from any event.
 #[test]
 fn metadata_survives_in_every_message_even_empty() {
-    let maps = [Map::new(), as_map(json!({"k": "v", "n": {"x": [1.5]}}))];
+    let maps = [Map::new(), object(json!({"k": "v", "n": {"x": [1.5]}}))];
     for m in maps {
         let md = Some(m);
-        round_trips(Part {
+        proto_round_trip(&Part {
             metadata: md.clone(),
             ..Part::text("t")
         });
-        round_trips(Message {
+        proto_round_trip(&Message {
             metadata: md.clone(),
             ..Message::default()
         });
-        round_trips(Artifact {
+        proto_round_trip(&Artifact {
             metadata: md.clone(),
             ..Artifact::default()
         });
-        round_trips(Task {
+        proto_round_trip(&Task {
             metadata: md.clone(),
             ..Task::default()
         });
-        round_trips(TaskStatusUpdateEvent {
+        proto_round_trip(&TaskStatusUpdateEvent {
             metadata: md.clone(),
             ..TaskStatusUpdateEvent::default()
         });
-        round_trips(TaskArtifactUpdateEvent {
+        proto_round_trip(&TaskArtifactUpdateEvent {
             metadata: md.clone(),
             ..TaskArtifactUpdateEvent::default()
         });
-        round_trips(SendMessageRequest {
+        proto_round_trip(&SendMessageRequest {
             metadata: md.clone(),
             ..SendMessageRequest::default()
         });
-        round_trips(CancelTaskRequest {
+        proto_round_trip(&CancelTaskRequest {
             metadata: md,
             ..CancelTaskRequest::default()
         });

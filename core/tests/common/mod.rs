@@ -396,3 +396,20 @@ pub fn host_failure(reply: a2at_core::host::HostReply) -> a2at_core::host::HostE
         other => panic!("a failure expected, got {other:?}"),
     }
 }
+
+/// The members of a JSON object written in a test (metadata, a struct).
+pub fn object(value: serde_json::Value) -> serde_json::Map<String, serde_json::Value> {
+    match value {
+        serde_json::Value::Object(members) => members,
+        other => panic!("not an object: {other}"),
+    }
+}
+
+/// Asserts that `message` decodes from its own protobuf encoding to itself.
+pub fn proto_round_trip<T>(message: &T)
+where
+    T: a2at_core::a2a::grpc::GrpcMessage + PartialEq + core::fmt::Debug,
+{
+    let bytes = message.encode_proto();
+    assert_eq!(&T::decode_proto(&bytes).expect("decodes"), message);
+}
