@@ -37,7 +37,7 @@ pub enum Input {
         /// HTTP status code.
         status: u16,
         /// Response headers, names as received.
-        headers: Vec<(String, String)>,
+        headers: Vec<HeaderField>,
     },
     /// A chunk of the response body arrived (any size, any split).
     ResponseBody {
@@ -54,7 +54,7 @@ pub enum Input {
         /// The exchange.
         op: OpId,
         /// Trailer fields, names as received.
-        trailers: Vec<(String, String)>,
+        trailers: Vec<HeaderField>,
     },
     /// The response body ended normally.
     ResponseEnd {
@@ -71,6 +71,12 @@ pub enum Input {
     /// The host cancelled the run: cancel every known non-final remote task, drop late results.
     Cancel,
 }
+
+/// A response header or trailer field: name and value. Either text may be borrowed from a
+/// `'static` string, so a driver can hand over the names and values every response repeats
+/// (`content-type`, `application/json`, …) without copying them; a trace reads every field
+/// back as owned text.
+pub type HeaderField = (Cow<'static, str>, Cow<'static, str>);
 
 /// A transport-level failure reported by the driver.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

@@ -143,7 +143,7 @@ pub mod workflow;
 
 pub use event::{Event, EventData, EventSelection, EventType};
 pub use ids::{CallId, IdGenerator, OpId, StepId, TaskKey};
-pub use io::{ApiMisuse, HttpRequest, Input, Output};
+pub use io::{ApiMisuse, HeaderField, HttpRequest, Input, Output};
 pub use result::ExecutionResult;
 pub use retry::{AmbiguousSend, RetryPolicy};
 pub use run::{Run, RunConfig, RunStart};

@@ -487,10 +487,10 @@ pub fn format_raw_request<N: AsRef<str>, V: AsRef<str>>(
 }
 
 /// A response head entry: status and redacted headers.
-pub fn format_response_head(
+pub fn format_response_head<N: AsRef<str>, V: AsRef<str>>(
     ctx: &LogContext,
     status: u16,
-    headers: &[(String, String)],
+    headers: &[(N, V)],
     cfg: &LogConfig,
 ) -> String {
     let mut s = format!("<<< RESPONSE {status} {}", ctx.fields());

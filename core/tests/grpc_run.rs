@@ -83,7 +83,7 @@ fn run(card: AgentCard, answer: Answer) -> (HttpRequest, std::sync::Arc<Executio
                             Input::ResponseHead {
                                 op,
                                 status,
-                                headers,
+                                headers: fields(headers),
                             },
                         );
                         // Split the body to show nothing depends on chunk boundaries.
@@ -93,7 +93,13 @@ fn run(card: AgentCard, answer: Answer) -> (HttpRequest, std::sync::Arc<Executio
                             feed(&mut run, Input::ResponseBody { op, chunk });
                         }
                         if let Some(trailers) = trailers {
-                            feed(&mut run, Input::ResponseTrailers { op, trailers });
+                            feed(
+                                &mut run,
+                                Input::ResponseTrailers {
+                                    op,
+                                    trailers: fields(trailers),
+                                },
+                            );
                         }
                         feed(&mut run, Input::ResponseEnd { op });
                     }
@@ -290,4 +296,11 @@ fn the_binding_preference_picks_grpc_over_json() {
     assert_eq!(d.get("g").unwrap().endpoint.url, "http://h:2");
     let d = AgentDirectory::new(vec![c], None).unwrap();
     assert_eq!(d.get("g").unwrap().endpoint.binding, Binding::JsonRpc);
+}
+
+fn fields(pairs: Vec<(String, String)>) -> Vec<a2at_core::HeaderField> {
+    pairs
+        .into_iter()
+        .map(|(name, value)| (name.into(), value.into()))
+        .collect()
 }

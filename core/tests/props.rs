@@ -99,7 +99,7 @@ proptest! {
         let run = |chunks: &[&[u8]]| {
             let mut d = ResponseDecoder::new(binding, CallKind::SendStreamingMessage, "s", DecodeLimits::default());
             let mut items = Vec::new();
-            d.on_head(200, &[("content-type".into(), "text/event-stream".into())]);
+            d.on_head(200, &[("content-type", "text/event-stream")]);
             for c in chunks {
                 d.on_body(c, &mut items);
             }

@@ -319,7 +319,7 @@ fn secret_planting() {
     outputs.push(format_response_head(
         &ctx,
         200,
-        &[("Set-Cookie".into(), "sid=S02-cookie-header".into())],
+        &[("Set-Cookie", "sid=S02-cookie-header")],
         &cfg,
     ));
     for c in [&cfg, &raw_cfg] {

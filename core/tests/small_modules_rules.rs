@@ -1133,8 +1133,7 @@ fn remote_run(agent: &mut Agent<'_>) -> (Vec<HttpRequest>, Arc<ExecutionResult>)
                 let op = request.op;
                 match agent(&request) {
                     Some((status, body)) => {
-                        let headers =
-                            vec![("content-type".to_owned(), "application/a2a+json".to_owned())];
+                        let headers = vec![("content-type".into(), "application/a2a+json".into())];
                         feed(
                             &mut run,
                             Input::ResponseHead {

@@ -46,7 +46,7 @@ fn answer(op: &mut TaskOperation, req: &HttpRequest, status: u16, body: Value) {
             _ => body,
         }
     };
-    let headers = vec![("content-type".to_owned(), "application/json".to_owned())];
+    let headers = vec![("content-type".into(), "application/json".into())];
     for input in [
         Input::ResponseHead {
             op: req.op,

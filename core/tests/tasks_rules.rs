@@ -66,7 +66,7 @@ fn head(op: OpId, content_type: &str) -> Input {
     Input::ResponseHead {
         op,
         status: 200,
-        headers: vec![("content-type".into(), content_type.into())],
+        headers: vec![("content-type".into(), content_type.to_owned().into())],
     }
 }
 

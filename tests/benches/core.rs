@@ -151,7 +151,7 @@ fn sse(c: &mut Criterion<ThreadCpu>) {
                     "1",
                     DecodeLimits::default(),
                 );
-                decoder.on_head(200, &[("content-type".into(), "text/event-stream".into())]);
+                decoder.on_head(200, &[("content-type", "text/event-stream")]);
                 let mut items = Vec::new();
                 for piece in stream.chunks(chunk) {
                     decoder.on_body(piece, &mut items);

@@ -28,6 +28,7 @@ use a2at_core::workflow::{ValidatedWorkflow, Workflow, parse_and_validate};
 use a2at_core::{CallId, OpId, Timestamp};
 
 use crate::agent::{AgentReply, AgentRequest, Negotiation};
+use crate::sim::header_fields;
 use crate::{Plan, ScriptedAgent, directory};
 
 /// The SSE decoder never panics, whatever the bytes and however they are split.
@@ -70,7 +71,7 @@ pub fn response_decoder(data: &[u8]) {
         max_body_bytes: 65536,
     };
     let mut decoder = ResponseDecoder::new(binding, kind, "1", limits);
-    decoder.on_head(status, &[("content-type".into(), content_type.into())]);
+    decoder.on_head(status, &[("content-type", content_type)]);
     let mut out = Vec::new();
     for chunk in body.chunks(7) {
         decoder.on_body(chunk, &mut out);
@@ -356,7 +357,7 @@ fn genuine_answer(agents: &mut [ScriptedAgent], req: &HttpRequest) -> VecDeque<I
             let mut inputs = VecDeque::from([Input::ResponseHead {
                 op,
                 status,
-                headers,
+                headers: header_fields(headers),
             }]);
             inputs.extend(
                 chunks
@@ -377,7 +378,7 @@ fn genuine_answer(agents: &mut [ScriptedAgent], req: &HttpRequest) -> VecDeque<I
             let mut inputs = VecDeque::from([Input::ResponseHead {
                 op,
                 status: 200,
-                headers,
+                headers: header_fields(headers),
             }]);
             inputs.extend(
                 frames
@@ -386,7 +387,10 @@ fn genuine_answer(agents: &mut [ScriptedAgent], req: &HttpRequest) -> VecDeque<I
             );
             if let Some(trailers) = trailers {
                 if !trailers.is_empty() {
-                    inputs.push_back(Input::ResponseTrailers { op, trailers });
+                    inputs.push_back(Input::ResponseTrailers {
+                        op,
+                        trailers: header_fields(trailers),
+                    });
                 }
                 inputs.push_back(Input::ResponseEnd { op });
             }
@@ -398,7 +402,7 @@ fn genuine_answer(agents: &mut [ScriptedAgent], req: &HttpRequest) -> VecDeque<I
             let mut inputs = VecDeque::from([Input::ResponseHead {
                 op,
                 status: 200,
-                headers,
+                headers: header_fields(headers),
             }]);
             inputs.extend(
                 chunks

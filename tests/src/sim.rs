@@ -13,7 +13,7 @@ use std::time::Duration;
 
 use a2at_core::agents::AgentDirectory;
 use a2at_core::host::{HostReply, HostRequest};
-use a2at_core::io::{HttpRequest, Input, Output, TransportError, TransportErrorKind};
+use a2at_core::io::{HeaderField, HttpRequest, Input, Output, TransportError, TransportErrorKind};
 use a2at_core::result::ExecutionResult;
 use a2at_core::run::{Run, RunConfig, RunStart};
 use a2at_core::trace::{Redaction, TraceHeader, TraceWriter};
@@ -417,7 +417,7 @@ impl Sim {
                     Pending::Feed(Input::ResponseHead {
                         op,
                         status,
-                        headers,
+                        headers: header_fields(headers),
                     }),
                 );
                 for chunk in chunks {
@@ -446,7 +446,7 @@ impl Sim {
                     Pending::Feed(Input::ResponseHead {
                         op,
                         status: 200,
-                        headers,
+                        headers: header_fields(headers),
                     }),
                 );
                 for chunk in frames {
@@ -462,7 +462,10 @@ impl Sim {
                         self.schedule(
                             at,
                             Some(op),
-                            Pending::Feed(Input::ResponseTrailers { op, trailers }),
+                            Pending::Feed(Input::ResponseTrailers {
+                                op,
+                                trailers: header_fields(trailers),
+                            }),
                         );
                     }
                     self.schedule(at, Some(op), Pending::Feed(Input::ResponseEnd { op }));
@@ -481,7 +484,7 @@ impl Sim {
                     Pending::Feed(Input::ResponseHead {
                         op,
                         status: 200,
-                        headers,
+                        headers: header_fields(headers),
                     }),
                 );
                 for chunk in chunks {
@@ -519,4 +522,12 @@ fn is_response(input: &Input) -> bool {
             | Input::TransportFailed { .. }
             | Input::HostReply { .. }
     )
+}
+
+/// Header fields as a scripted agent writes them, in the shape the machines read them.
+pub fn header_fields(pairs: Vec<(String, String)>) -> Vec<HeaderField> {
+    pairs
+        .into_iter()
+        .map(|(name, value)| (name.into(), value.into()))
+        .collect()
 }

@@ -7,6 +7,7 @@
 //! hyper-util's pooled `client-legacy` client is not used: it is written for tokio only, and
 //! this client runs on every [`Runtime`].
 
+use std::borrow::Cow;
 use std::collections::HashMap;
 use std::error::Error as StdError;
 use std::marker::PhantomData;
@@ -15,7 +16,7 @@ use std::sync::{Arc, Mutex};
 
 use crate::hyper_io::HyperIo;
 use a2at_core::a2a::HttpMethod;
-use a2at_core::io::TransportErrorKind;
+use a2at_core::io::{HeaderField, TransportErrorKind};
 use bytes::Bytes;
 use futures_rustls::TlsConnector;
 use futures_rustls::rustls::pki_types::ServerName;
@@ -477,17 +478,57 @@ fn header_value(value: &str) -> Result<http::HeaderValue, http::Error> {
     }
 }
 
-/// Response headers as the core and the protocol log take them (values read lossily).
-pub(crate) fn header_pairs(headers: &http::HeaderMap) -> Vec<(String, String)> {
+/// Response headers as the core and the protocol log take them (values read lossily). Names
+/// and values that most responses repeat are borrowed rather than copied for each response.
+pub(crate) fn header_pairs(headers: &http::HeaderMap) -> Vec<HeaderField> {
     headers
         .iter()
         .map(|(n, v)| {
-            (
-                n.as_str().to_owned(),
-                String::from_utf8_lossy(v.as_bytes()).into_owned(),
-            )
+            let value = match std::str::from_utf8(v.as_bytes()) {
+                Ok(text) => common_text(text),
+                Err(_) => Cow::Owned(String::from_utf8_lossy(v.as_bytes()).into_owned()),
+            };
+            (common_text(n.as_str()), value)
         })
         .collect()
+}
+
+/// Header names and values of A2A responses over JSON-RPC, HTTP+JSON and gRPC, and of the
+/// HTTP servers that carry them.
+const COMMON_HEADER_TEXTS: [&str; 26] = [
+    "content-type",
+    "content-length",
+    "date",
+    "server",
+    "transfer-encoding",
+    "connection",
+    "keep-alive",
+    "cache-control",
+    "retry-after",
+    "location",
+    "vary",
+    "grpc-status",
+    "grpc-message",
+    "grpc-status-details-bin",
+    "grpc-encoding",
+    "grpc-accept-encoding",
+    "application/json",
+    "application/json; charset=utf-8",
+    "text/event-stream",
+    "text/event-stream; charset=utf-8",
+    "application/grpc",
+    "application/grpc+proto",
+    "chunked",
+    "close",
+    "no-cache",
+    "0",
+];
+
+fn common_text(text: &str) -> Cow<'static, str> {
+    match COMMON_HEADER_TEXTS.iter().find(|common| **common == text) {
+        Some(common) => Cow::Borrowed(common),
+        None => Cow::Owned(text.to_owned()),
+    }
 }
 
 /// One header's value, when it is present and readable.

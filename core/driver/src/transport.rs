@@ -273,10 +273,10 @@ impl<R: Runtime> Transport<R> {
         };
         let (parts, mut body) = response.into_parts();
         let headers = header_pairs(&parts.headers);
-        let content_type = header_text(&parts.headers, http::header::CONTENT_TYPE);
         let mut body_log = log.map(|ctx| {
             tracing::debug!(target: "a2at::protocol", "{}", protolog::format_response_head(&ctx, parts.status.as_u16(), &headers, &self.log));
-            BodyLog::new(ctx, content_type.clone(), self.log)
+            let content_type = header_text(&parts.headers, http::header::CONTENT_TYPE);
+            BodyLog::new(ctx, content_type, self.log)
         });
         telemetry::record_status(span, parts.status.as_u16());
         let head = Input::ResponseHead {

@@ -443,3 +443,37 @@ fn request_headers_reach_the_wire_by_name_and_value_whatever_their_case() {
         );
     }
 }
+
+#[test]
+fn response_header_fields_keep_every_text_and_borrow_the_common_ones() {
+    use std::borrow::Cow;
+    let mut headers = http::HeaderMap::new();
+    headers.insert("content-type", "application/json".parse().unwrap());
+    headers.insert("content-length", "117".parse().unwrap());
+    headers.insert("x-trace-note", "Mixed Case".parse().unwrap());
+    headers.insert(
+        "x-raw",
+        http::HeaderValue::from_bytes(b"caf\xe9 ok").unwrap(),
+    );
+    let fields = crate::http::header_pairs(&headers);
+    let texts: Vec<(&str, &str)> = fields.iter().map(|(n, v)| (&**n, &**v)).collect();
+    assert_eq!(
+        texts,
+        [
+            ("content-type", "application/json"),
+            ("content-length", "117"),
+            ("x-trace-note", "Mixed Case"),
+            ("x-raw", "caf\u{fffd} ok"),
+        ]
+    );
+    let borrowed = |c: &Cow<'static, str>| matches!(c, Cow::Borrowed(_));
+    let kinds: Vec<(bool, bool)> = fields
+        .iter()
+        .map(|(n, v)| (borrowed(n), borrowed(v)))
+        .collect();
+    assert_eq!(
+        kinds,
+        [(true, true), (true, false), (false, false), (false, false)],
+        "names and values every response repeats are not copied"
+    );
+}

@@ -764,7 +764,11 @@ impl ResponseDecoder {
 
     /// Feeds the response trailers (gRPC: they carry the call's status); ignored by the JSON
     /// bindings.
-    pub fn on_trailers(&mut self, trailers: &[(String, String)], out: &mut Vec<ResponseItem>) {
+    pub fn on_trailers<N: AsRef<str>, V: AsRef<str>>(
+        &mut self,
+        trailers: &[(N, V)],
+        out: &mut Vec<ResponseItem>,
+    ) {
         if let Some(g) = &mut self.grpc {
             g.on_trailers(trailers, out);
         }
@@ -780,7 +784,7 @@ impl ResponseDecoder {
     }
 
     /// Records the status line and headers (names compared case-insensitively).
-    pub fn on_head(&mut self, status: u16, headers: &[(String, String)]) {
+    pub fn on_head<N: AsRef<str>, V: AsRef<str>>(&mut self, status: u16, headers: &[(N, V)]) {
         if let Some(g) = &mut self.grpc {
             g.on_head(status, headers);
             return;
@@ -792,6 +796,7 @@ impl ResponseDecoder {
             self.head.headers = error::redacted_headers(headers);
         }
         for (k, v) in headers {
+            let (k, v) = (k.as_ref(), v.as_ref());
             if k.eq_ignore_ascii_case("content-type") {
                 let media = v
                     .split(';')

@@ -183,10 +183,18 @@ impl Head {
 }
 
 /// Response headers as kept in an error: names as sent, secret values masked.
-pub(crate) fn redacted_headers(headers: &[(String, String)]) -> Vec<(String, String)> {
+pub(crate) fn redacted_headers<N: AsRef<str>, V: AsRef<str>>(
+    headers: &[(N, V)],
+) -> Vec<(String, String)> {
     headers
         .iter()
-        .map(|(name, value)| (name.clone(), crate::redact::redact_header(name, value)))
+        .map(|(name, value)| {
+            let name = name.as_ref();
+            (
+                name.to_owned(),
+                crate::redact::redact_header(name, value.as_ref()),
+            )
+        })
         .collect()
 }
 

@@ -238,16 +238,21 @@ impl GrpcResponseDecoder {
     /// is an HTTP error (`a2a.http.<status>`, as in the JSON bindings), and a content type other
     /// than `application/grpc` or `application/grpc+proto` is not gRPC (a missing one is
     /// accepted). `Retry-After` is kept for the errors of this response.
-    pub fn on_head(&mut self, status: u16, headers: &[(String, String)]) {
+    pub fn on_head<N: AsRef<str>, V: AsRef<str>>(&mut self, status: u16, headers: &[(N, V)]) {
         if status != 200 {
             self.headers = crate::a2a::error::redacted_headers(headers);
         }
         self.retry_after = headers
             .iter()
-            .find(|(k, _)| k.eq_ignore_ascii_case("retry-after"))
-            .map(|(_, v)| v.trim().to_owned());
+            .find(|(k, _)| k.as_ref().eq_ignore_ascii_case("retry-after"))
+            .map(|(_, v)| v.as_ref().trim().to_owned());
         if has_status(headers) {
-            self.mode = Mode::TrailersOnly(headers.to_vec());
+            self.mode = Mode::TrailersOnly(
+                headers
+                    .iter()
+                    .map(|(n, v)| (n.as_ref().to_owned(), v.as_ref().to_owned()))
+                    .collect(),
+            );
             return;
         }
         if status != 200 {
@@ -259,9 +264,10 @@ impl GrpcResponseDecoder {
         }
         let content_type = headers
             .iter()
-            .find(|(k, _)| k.eq_ignore_ascii_case("content-type"))
+            .find(|(k, _)| k.as_ref().eq_ignore_ascii_case("content-type"))
             .map(|(_, v)| {
-                v.split(';')
+                v.as_ref()
+                    .split(';')
                     .next()
                     .unwrap_or("")
                     .trim()
@@ -350,7 +356,11 @@ impl GrpcResponseDecoder {
     }
 
     /// Feeds the trailers; their `grpc-status` settles the call. Only the first call counts.
-    pub fn on_trailers(&mut self, trailers: &[(String, String)], out: &mut Vec<ResponseItem>) {
+    pub fn on_trailers<N: AsRef<str>, V: AsRef<str>>(
+        &mut self,
+        trailers: &[(N, V)],
+        out: &mut Vec<ResponseItem>,
+    ) {
         if self.status_seen || self.ended || !matches!(self.mode, Mode::Grpc) {
             return;
         }

@@ -149,22 +149,22 @@ pub enum GrpcStatusError {
     BadStatus(String),
 }
 
-fn header<'h>(headers: &'h [(String, String)], name: &str) -> Option<&'h str> {
+fn header<'h, N: AsRef<str>, V: AsRef<str>>(headers: &'h [(N, V)], name: &str) -> Option<&'h str> {
     headers
         .iter()
-        .find(|(k, _)| k.eq_ignore_ascii_case(name))
-        .map(|(_, v)| v.as_str())
+        .find(|(k, _)| k.as_ref().eq_ignore_ascii_case(name))
+        .map(|(_, v)| v.as_ref())
 }
 
 /// Whether these headers (response head or trailers) carry `grpc-status`.
-pub fn has_status(headers: &[(String, String)]) -> bool {
+pub fn has_status<N: AsRef<str>, V: AsRef<str>>(headers: &[(N, V)]) -> bool {
     header(headers, "grpc-status").is_some()
 }
 
 /// Reads the status from trailers (or from the head of a trailers-only response): `Ok(None)`
 /// for `OK`, `Ok(Some(error))` for any other code.
-pub fn status_from_trailers(
-    trailers: &[(String, String)],
+pub fn status_from_trailers<N: AsRef<str>, V: AsRef<str>>(
+    trailers: &[(N, V)],
 ) -> Result<Option<ProtocolError>, GrpcStatusError> {
     let raw = header(trailers, "grpc-status").ok_or(GrpcStatusError::NoStatus)?;
     let n: u32 = raw
