@@ -1069,7 +1069,7 @@ impl Notification {
         for item in items {
             match item {
                 ResponseItem::Event(event) => {
-                    if let Err(f) = self.on_event(&event) {
+                    if let Err(f) = self.on_event(event) {
                         self.fail(f);
                         return;
                     }
@@ -1087,8 +1087,8 @@ impl Notification {
         }
     }
 
-    fn on_event(&mut self, event: &StreamResponse) -> Result<(), ExtensionFailure> {
-        self.link.check_identity(event)?;
+    fn on_event(&mut self, event: StreamResponse) -> Result<(), ExtensionFailure> {
+        self.link.check_identity(&event)?;
         if self.notice_pending {
             self.notice_pending = false;
             let attempt = self.attempts.consecutive();
@@ -1098,8 +1098,17 @@ impl Notification {
                 task_id: self.link.remote_task_id.clone().unwrap_or_default(),
             });
         }
+        let state = state_of(&event);
+        let bare_message = match &event {
+            StreamResponse::Message(m) => Some(ReceivedMessage {
+                message: Some(m.clone()),
+                task_id: m.task_id.clone(),
+                context_id: m.context_id.clone(),
+                ..ReceivedMessage::default()
+            }),
+            _ => None,
+        };
         self.acc.apply(event);
-        let state = state_of(event);
         if let Some(s) = state {
             self.last_state = Some(s);
         }
@@ -1112,22 +1121,14 @@ impl Notification {
                 Some(_) => self.settle_ack(None),
             }
         }
-        let received = match event {
-            StreamResponse::Message(m) => ReceivedMessage {
-                message: Some(m.clone()),
-                task_id: m.task_id.clone(),
-                context_id: m.context_id.clone(),
-                ..ReceivedMessage::default()
-            },
-            _ => ReceivedMessage {
-                message: self.acc.status_message().cloned(),
-                task_id: self.acc.task_id().map(str::to_owned),
-                context_id: self.acc.context_id().map(str::to_owned),
-                task_state: self.acc.state(),
-                task_metadata: self.acc.task_metadata().cloned(),
-                artifacts: self.acc.artifacts().to_vec(),
-            },
-        };
+        let received = bare_message.unwrap_or_else(|| ReceivedMessage {
+            message: self.acc.status_message().cloned(),
+            task_id: self.acc.task_id().map(str::to_owned),
+            context_id: self.acc.context_id().map(str::to_owned),
+            task_state: self.acc.state(),
+            task_metadata: self.acc.task_metadata().cloned(),
+            artifacts: self.acc.artifacts().to_vec(),
+        });
         self.outputs
             .push_back(NotificationOutput::Delivered(Box::new(received)));
         Ok(())

@@ -713,7 +713,7 @@ impl Invocation {
                         self.attempts.observed();
                     }
                     self.observe(&event, env)?;
-                    if let Some(step) = self.decide(&event, env) {
+                    if let Some(step) = self.decide(event, env) {
                         // The decision may have opened a new exchange; this one is finished.
                         if ends_here {
                             env.ctx.ops.remove(&op);
@@ -819,7 +819,6 @@ impl Invocation {
     fn observe(&mut self, event: &StreamResponse, env: &mut Env<'_>) -> Result<(), Failure> {
         track_identity(event, &self.context_id, &mut self.remote_task_id)
             .map_err(identity_changed)?;
-        self.acc.apply(event);
         let agent = &self.request.agent_name;
         match event {
             StreamResponse::Task(t) => {
@@ -868,14 +867,21 @@ impl Invocation {
         Ok(())
     }
 
-    /// Acts on an event when it settles the current exchange; `None` keeps reading.
-    fn decide(&mut self, event: &StreamResponse, env: &mut Env<'_>) -> Option<Step> {
-        match event {
-            StreamResponse::Message(m) => Some(self.on_bare_message(m, env)),
-            StreamResponse::Task(t) => self.on_state(t.status.state, env),
-            StreamResponse::StatusUpdate(u) => self.on_state(u.status.state, env),
+    /// Folds an event into the task view, then acts on it when it settles the current
+    /// exchange; `None` keeps reading.
+    fn decide(&mut self, event: StreamResponse, env: &mut Env<'_>) -> Option<Step> {
+        let state = match &event {
+            StreamResponse::Message(m) => {
+                let message = m.clone();
+                self.acc.apply(event);
+                return Some(self.on_bare_message(&message, env));
+            }
+            StreamResponse::Task(t) => Some(t.status.state),
+            StreamResponse::StatusUpdate(u) => Some(u.status.state),
             StreamResponse::ArtifactUpdate(_) => None,
-        }
+        };
+        self.acc.apply(event);
+        state.and_then(|state| self.on_state(state, env))
     }
 
     fn on_state(&mut self, state: TaskState, env: &mut Env<'_>) -> Option<Step> {

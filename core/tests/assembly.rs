@@ -10,7 +10,7 @@ fn ev(v: Value) -> StreamResponse {
 fn apply_all(evs: &[Value]) -> ResponseAccumulator {
     let mut acc = ResponseAccumulator::new();
     for e in evs {
-        acc.apply(&ev(e.clone()));
+        acc.apply(ev(e.clone()));
     }
     acc
 }

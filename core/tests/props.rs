@@ -107,7 +107,7 @@ proptest! {
             let mut acc = ResponseAccumulator::new();
             for i in &items {
                 if let ResponseItem::Event(e) = i {
-                    acc.apply(e);
+                    acc.apply(e.clone());
                 }
             }
             (items.len(), acc.artifacts().to_vec(), acc.outputs())

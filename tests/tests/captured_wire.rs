@@ -236,7 +236,7 @@ fn check(f: &Fixture, items: &[ResponseItem]) {
 
     let mut acc = ResponseAccumulator::new();
     for e in &evs {
-        acc.apply(e);
+        acc.apply((*e).clone());
     }
     let state = acc.state().map(|s| s.as_str());
     assert_eq!(

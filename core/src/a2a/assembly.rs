@@ -74,8 +74,8 @@ pub struct ResponseAccumulator {
     messages: Vec<Message>,
 }
 
-fn non_empty(s: &str) -> Option<String> {
-    (!s.is_empty()).then(|| s.to_owned())
+fn non_empty(s: String) -> Option<String> {
+    (!s.is_empty()).then_some(s)
 }
 
 impl ResponseAccumulator {
@@ -84,92 +84,92 @@ impl ResponseAccumulator {
         ResponseAccumulator::default()
     }
 
-    /// Applies one response item.
-    pub fn apply(&mut self, ev: &StreamResponse) {
+    /// Applies one response item, keeping what it needs of the item without copying it.
+    pub fn apply(&mut self, ev: StreamResponse) {
         match ev {
             StreamResponse::Task(t) => {
                 self.task_seen = true;
-                self.task_id = non_empty(&t.id).or(self.task_id.take());
+                self.task_id = non_empty(t.id).or(self.task_id.take());
                 if t.context_id.is_some() {
-                    self.context_id = t.context_id.clone();
+                    self.context_id = t.context_id;
                 }
                 self.state = Some(t.status.state);
-                self.status_message = t.status.message.clone();
-                self.task_metadata = t.metadata.clone();
+                self.status_message = t.status.message;
+                self.task_metadata = t.metadata;
                 self.artifacts.clear();
                 self.artifacts.reserve_exact(t.artifacts.len());
-                for a in &t.artifacts {
+                for a in t.artifacts {
                     self.merge_artifact(a, false);
                 }
             }
             StreamResponse::StatusUpdate(s) => {
                 self.task_seen = true;
                 if self.task_id.is_none() {
-                    self.task_id = non_empty(&s.task_id);
+                    self.task_id = non_empty(s.task_id);
                 }
                 if self.context_id.is_none() {
-                    self.context_id = s.context_id.clone();
+                    self.context_id = s.context_id;
                 }
                 self.state = Some(s.status.state);
-                self.status_message = s.status.message.clone();
+                self.status_message = s.status.message;
                 if s.metadata.is_some() {
-                    self.task_metadata = s.metadata.clone();
+                    self.task_metadata = s.metadata;
                 }
             }
             StreamResponse::ArtifactUpdate(a) => {
                 self.task_seen = true;
                 if self.task_id.is_none() {
-                    self.task_id = non_empty(&a.task_id);
+                    self.task_id = non_empty(a.task_id);
                 }
                 if self.context_id.is_none() {
-                    self.context_id = a.context_id.clone();
+                    self.context_id = a.context_id;
                 }
-                self.merge_artifact(&a.artifact, a.append);
+                self.merge_artifact(a.artifact, a.append);
             }
             StreamResponse::Message(m) => {
                 if self.context_id.is_none() {
-                    self.context_id = m.context_id.clone();
+                    self.context_id.clone_from(&m.context_id);
                 }
                 match self
                     .messages
                     .iter_mut()
                     .find(|x| !m.message_id.is_empty() && x.message_id == m.message_id)
                 {
-                    Some(existing) => *existing = m.clone(),
-                    None => self.messages.push(m.clone()),
+                    Some(existing) => *existing = m,
+                    None => self.messages.push(m),
                 }
             }
         }
     }
 
-    fn merge_artifact(&mut self, a: &Artifact, append: bool) {
+    fn merge_artifact(&mut self, a: Artifact, append: bool) {
         let Some(existing) = self
             .artifacts
             .iter_mut()
             .find(|x| x.artifact_id == a.artifact_id)
         else {
-            self.artifacts.push(a.clone());
+            self.artifacts.push(a);
             return;
         };
         if !append {
-            *existing = a.clone();
+            *existing = a;
             return;
         }
-        existing.parts.extend(a.parts.iter().cloned());
-        if let Some(new_meta) = &a.metadata {
+        existing.parts.extend(a.parts);
+        if let Some(new_meta) = a.metadata {
             let meta = existing.metadata.get_or_insert_with(Map::new);
             for (k, v) in new_meta {
-                meta.insert(k.clone(), v.clone());
+                meta.insert(k, v);
             }
         }
         if a.name.is_some() {
-            existing.name = a.name.clone();
+            existing.name = a.name;
         }
         if a.description.is_some() {
-            existing.description = a.description.clone();
+            existing.description = a.description;
         }
         if !a.extensions.is_empty() {
-            existing.extensions = a.extensions.clone();
+            existing.extensions = a.extensions;
         }
     }
 
