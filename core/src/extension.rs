@@ -382,7 +382,7 @@ impl Link {
             timeout,
             limits: self.config.decode_limits,
             correlation: Arc::new(Correlation {
-                execution_id: String::new(),
+                execution_id: "".into(),
                 step: self.operation.to_owned(),
                 subtask_index: 0,
                 logical_task_id: String::new(),

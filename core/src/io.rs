@@ -76,7 +76,7 @@ pub enum Input {
 /// `'static` string, so a driver can hand over the names and values every response repeats
 /// (`content-type`, `application/json`, …) without copying them; a trace reads every field
 /// back as owned text.
-pub type HeaderField = (Cow<'static, str>, Cow<'static, str>);
+pub type HeaderField = (HeaderText, HeaderText);
 
 /// A transport-level failure reported by the driver.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -168,8 +168,8 @@ pub type HeaderText = Cow<'static, str>;
 /// Local correlation fields for protocol logs; never sent on the wire.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Correlation {
-    /// The run's execution id.
-    pub execution_id: String,
+    /// The run's execution id (shared by every request of the run).
+    pub execution_id: Arc<str>,
     /// The step name.
     pub step: String,
     /// The subtask index.

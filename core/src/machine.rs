@@ -63,7 +63,8 @@ pub(crate) struct Ctx {
     pub ids: IdGenerator,
     /// The trace every request of this machine joins (`traceparent`, `tracestate`).
     pub trace: TraceContext,
-    pub execution_id: String,
+    /// Shared by the log correlation of every request and by deferred event payloads.
+    pub execution_id: Arc<str>,
     pub outputs: VecDeque<Output>,
     timers: BTreeSet<(Timestamp, TimerKey)>,
     timer_at: BTreeMap<TimerKey, Timestamp>,
@@ -137,7 +138,7 @@ impl Ctx {
             now: Timestamp::ZERO,
             ids,
             trace,
-            execution_id,
+            execution_id: execution_id.into(),
             outputs: VecDeque::new(),
             timers: BTreeSet::new(),
             timer_at: BTreeMap::new(),

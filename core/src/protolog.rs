@@ -721,7 +721,7 @@ pub fn summary_lines(result: &crate::result::ExecutionResult) -> Vec<String> {
                 op: None,
                 purpose: None,
                 correlation: Arc::new(Correlation {
-                    execution_id: result.execution_id.clone(),
+                    execution_id: result.execution_id.as_str().into(),
                     step: task.step_name.clone(),
                     subtask_index: task.subtask_index,
                     logical_task_id: task.task_id.clone(),

@@ -362,7 +362,7 @@ impl Run {
             }
         };
         RunProgress {
-            execution_id: self.ctx.execution_id.clone(),
+            execution_id: self.ctx.execution_id.to_string(),
             finished: result.is_some(),
             steps,
             in_flight,
@@ -580,7 +580,7 @@ impl Run {
             });
         }
         let result = ExecutionResult {
-            execution_id: self.ctx.execution_id.clone(),
+            execution_id: self.ctx.execution_id.to_string(),
             success,
             error: self.failure.clone(),
             history: self.take_history(),
@@ -721,7 +721,7 @@ impl Run {
                 subtask: i as u32,
             };
             let request = TaskRequest {
-                execution_id: self.ctx.execution_id.clone(),
+                execution_id: self.ctx.execution_id.to_string(),
                 task_id: task_uuid(&self.ctx.execution_id, &step.name, i as u32),
                 step_name: step.name.clone(),
                 subtask_index: i as u32,
@@ -905,7 +905,7 @@ impl Run {
     ) -> (
         Vec<Arc<TaskExecutionResult>>,
         Arc<ValidatedWorkflow>,
-        String,
+        Arc<str>,
     ) {
         let results = self.steps[id.index()]
             .results
@@ -964,7 +964,7 @@ impl Run {
                         ("step", Value::from(workflow.step(id).name.as_str())),
                         ("success", Value::Bool(true)),
                         ("results", results_value(&results)),
-                        ("executionId", Value::from(execution_id.as_str())),
+                        ("executionId", Value::from(&*execution_id)),
                     ])
                 }
             });
@@ -981,7 +981,7 @@ impl Run {
                         ("results", results_value(&results)),
                         ("error", Value::from("Step execution failed")),
                         ("errorCode", Value::from(codes::STEP_FAILED)),
-                        ("executionId", Value::from(execution_id.as_str())),
+                        ("executionId", Value::from(&*execution_id)),
                     ])
                 }
             });
@@ -1025,7 +1025,7 @@ impl Run {
             self.ctx.push(Output::CallHost {
                 call,
                 request: HostRequest::Route(RouteRequest {
-                    execution_id: self.ctx.execution_id.clone(),
+                    execution_id: self.ctx.execution_id.to_string(),
                     step_name: step.name.clone(),
                     next_step: edge.target_name(&workflow).to_owned(),
                     condition: edge.condition.clone().unwrap_or_default(),

@@ -519,7 +519,7 @@ fn encode(
         timeout,
         limits,
         correlation: Arc::new(Correlation {
-            execution_id: String::new(),
+            execution_id: "".into(),
             step: command.name().to_owned(),
             subtask_index: 0,
             logical_task_id: String::new(),

@@ -711,6 +711,28 @@ enum Mode {
     Ended,
 }
 
+/// The media types a JSON binding's response is read differently for (compared without
+/// parameters and case).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum MediaType {
+    EventStream,
+    ProblemJson,
+    Other,
+}
+
+impl MediaType {
+    fn of(content_type: &str) -> Self {
+        let media = content_type.split(';').next().unwrap_or("").trim();
+        if media.eq_ignore_ascii_case("text/event-stream") {
+            MediaType::EventStream
+        } else if media.eq_ignore_ascii_case("application/problem+json") {
+            MediaType::ProblemJson
+        } else {
+            MediaType::Other
+        }
+    }
+}
+
 /// Incremental decoder of one HTTP response to one [`A2aCall`].
 ///
 /// For a gRPC endpoint it is a [`GrpcResponseDecoder`]: the same items, with the status taken
@@ -728,7 +750,7 @@ pub struct ResponseDecoder {
     rpc_id: String,
     limits: DecodeLimits,
     status: Option<u16>,
-    content_type: Option<String>,
+    content_type: Option<MediaType>,
     head: Head,
     mode: Mode,
     events: usize,
@@ -798,13 +820,7 @@ impl ResponseDecoder {
         for (k, v) in headers {
             let (k, v) = (k.as_ref(), v.as_ref());
             if k.eq_ignore_ascii_case("content-type") {
-                let media = v
-                    .split(';')
-                    .next()
-                    .unwrap_or("")
-                    .trim()
-                    .to_ascii_lowercase();
-                self.content_type = Some(media);
+                self.content_type = Some(MediaType::of(v));
             } else if k.eq_ignore_ascii_case("retry-after") {
                 self.head.retry_after = Some(v.trim().to_owned());
             }
@@ -820,8 +836,8 @@ impl ResponseDecoder {
             return;
         }
         let sse = self.is_2xx()
-            && match self.content_type.as_deref() {
-                Some(ct) => ct == "text/event-stream",
+            && match self.content_type {
+                Some(media) => media == MediaType::EventStream,
                 None => self.kind.is_streaming(),
             };
         self.mode = if sse {
@@ -969,7 +985,7 @@ impl ResponseDecoder {
     fn finish_unary(&mut self, body: &[u8], out: &mut Vec<ResponseItem>) {
         let status = self.status;
         if !self.is_2xx() {
-            let problem = self.content_type.as_deref() == Some("application/problem+json");
+            let problem = self.content_type == Some(MediaType::ProblemJson);
             let err = serde_json::from_slice::<Value>(body)
                 .ok()
                 .and_then(|v| error::find_error(&v, &self.head, problem))
