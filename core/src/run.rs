@@ -1129,22 +1129,34 @@ impl Run {
     }
 
     /// `id` settled: decrement its successors' counters; activate, make ready or mark dead.
+    /// A step marked dead settles in turn, activating nothing.
     fn settle(&mut self, id: StepId, activated: &[StepId]) {
-        let mut work = vec![(id, activated.to_vec())];
-        while let Some((source, targets)) = work.pop() {
-            for &succ in self.workflow.successors(source) {
-                let state = &mut self.steps[succ.index()];
-                state.unsettled_predecessors -= 1;
-                if targets.contains(&succ) {
-                    state.activated = true;
-                }
-                if state.unsettled_predecessors == 0 && state.phase == Phase::Pending {
-                    if state.activated {
-                        self.ready.insert(succ);
-                    } else {
-                        state.phase = Phase::Skipped;
-                        work.push((succ, Vec::new()));
-                    }
+        // Stays unallocated unless a step is skipped: settling is on every step's path.
+        let mut skipped = Vec::new();
+        self.settle_successors(id, activated, &mut skipped);
+        while let Some(source) = skipped.pop() {
+            self.settle_successors(source, &[], &mut skipped);
+        }
+    }
+
+    fn settle_successors(
+        &mut self,
+        source: StepId,
+        activated: &[StepId],
+        skipped: &mut Vec<StepId>,
+    ) {
+        for &succ in self.workflow.successors(source) {
+            let state = &mut self.steps[succ.index()];
+            state.unsettled_predecessors -= 1;
+            if activated.contains(&succ) {
+                state.activated = true;
+            }
+            if state.unsettled_predecessors == 0 && state.phase == Phase::Pending {
+                if state.activated {
+                    self.ready.insert(succ);
+                } else {
+                    state.phase = Phase::Skipped;
+                    skipped.push(succ);
                 }
             }
         }
