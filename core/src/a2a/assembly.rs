@@ -16,7 +16,7 @@
 //! * A standalone `message` is kept (de-duplicated by `messageId`; a repeat replaces the
 //!   earlier copy in place).
 
-use super::types::{Artifact, Message, PartContent, Role, StreamResponse, TaskState};
+use super::types::{Artifact, Message, Part, PartContent, Role, StreamResponse, TaskState};
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
@@ -260,42 +260,34 @@ impl ResponseAccumulator {
     ///    agent answered with its final status message and no artifact);
     /// 3. the last standalone message not authored by the user.
     pub fn outputs(&self) -> Vec<Value> {
-        let from_artifacts = || {
-            self.artifacts
+        let output = |part: &Part| match &part.content {
+            PartContent::Text(t) => Some(Value::String(t.clone())),
+            PartContent::Data(d) => Some(d.clone()),
+            PartContent::Raw(_) | PartContent::Url(_) => None,
+        };
+        if self.artifacts.iter().any(|a| !a.parts.is_empty()) {
+            return self
+                .artifacts
                 .iter()
-                .flat_map(|a| a.parts.iter().map(|p| &p.content))
-                .collect::<Vec<&PartContent>>()
-        };
-        let from_status = || {
-            self.status_message
-                .as_ref()
-                .filter(|m| self.state == Some(TaskState::Completed) && m.role != Role::User)
-                .map(|m| m.parts.iter().map(|p| &p.content).collect::<Vec<_>>())
-                .unwrap_or_default()
-        };
-        let from_message = || {
+                .flat_map(|a| &a.parts)
+                .filter_map(output)
+                .collect();
+        }
+        let from_status = self
+            .status_message
+            .as_ref()
+            .filter(|m| self.state == Some(TaskState::Completed) && m.role != Role::User)
+            .map_or(&[][..], |m| &m.parts[..]);
+        let parts = if from_status.is_empty() {
             self.messages
                 .iter()
                 .rev()
                 .find(|m| m.role != Role::User)
-                .map(|m| m.parts.iter().map(|p| &p.content).collect::<Vec<_>>())
-                .unwrap_or_default()
+                .map_or(&[][..], |m| &m.parts[..])
+        } else {
+            from_status
         };
-        let mut parts = from_artifacts();
-        if parts.is_empty() {
-            parts = from_status();
-        }
-        if parts.is_empty() {
-            parts = from_message();
-        }
-        parts
-            .into_iter()
-            .filter_map(|c| match c {
-                PartContent::Text(t) => Some(Value::String(t.clone())),
-                PartContent::Data(d) => Some(d.clone()),
-                PartContent::Raw(_) | PartContent::Url(_) => None,
-            })
-            .collect()
+        parts.iter().filter_map(output).collect()
     }
 
     /// The text convenience: see [`convenience_text`].

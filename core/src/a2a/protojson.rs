@@ -286,12 +286,14 @@ pub(crate) fn list<O: DomObject, T>(
     };
     match v.view() {
         View::Array(items) => {
+            // Sized exactly: decoded lists (a task's artifacts, an artifact's parts) are kept
+            // as they are, and collecting through `Result` would leave room for four.
             let p = path.key(key);
-            items
-                .iter()
-                .enumerate()
-                .map(|(i, v)| f(v, &p.index(i)))
-                .collect()
+            let mut out = Vec::with_capacity(items.len());
+            for (i, v) in items.iter().enumerate() {
+                out.push(f(v, &p.index(i))?);
+            }
+            Ok(out)
         }
         _ => Err(wrong(&path.key(key), "array", v)),
     }
