@@ -18,8 +18,9 @@ use crate::tracectx::TraceContext;
 pub(crate) struct ExchangeSpec<'a> {
     /// The exchange's id, unique within its machine.
     pub op: OpId,
-    /// The JSON-RPC id of the request (ignored by the other bindings).
-    pub rpc_id: &'a str,
+    /// The JSON-RPC id of the request (ignored by the other bindings); the decoder keeps it
+    /// to match the answer.
+    pub rpc_id: String,
     /// Why the exchange is sent.
     pub purpose: OpPurpose,
     /// Extensions activated on the request (the `A2A-Extensions` header or metadata).
@@ -44,7 +45,7 @@ pub(crate) fn open(
     let mut encoded = encode_call(
         &agent.endpoint,
         call,
-        spec.rpc_id,
+        &spec.rpc_id,
         spec.extensions,
         spec.timeout,
     )?;

@@ -376,7 +376,7 @@ impl Link {
         let op = OpId(self.next_op + 1);
         let spec = ExchangeSpec {
             op,
-            rpc_id: &rpc_id,
+            rpc_id,
             purpose,
             extensions,
             timeout,

@@ -1638,7 +1638,7 @@ fn try_open_exchange(
     let op = env.ctx.new_op();
     let spec = ExchangeSpec {
         op,
-        rpc_id: &rpc_id,
+        rpc_id,
         purpose,
         extensions,
         timeout,

@@ -283,7 +283,7 @@ impl TaskOperation {
         let (request, decoder) = encode(
             entry,
             &command,
-            &rpc_id,
+            rpc_id,
             op,
             config.decode_limits,
             timeout,
@@ -487,7 +487,7 @@ impl TaskOperation {
 fn encode(
     entry: &AgentEntry,
     command: &TaskCommand,
-    rpc_id: &str,
+    rpc_id: String,
     op: OpId,
     limits: DecodeLimits,
     timeout: Option<Duration>,

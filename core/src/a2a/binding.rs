@@ -761,16 +761,21 @@ pub struct ResponseDecoder {
 
 impl ResponseDecoder {
     /// A decoder for the response to a call of `kind` sent with JSON-RPC id `rpc_id`.
-    pub fn new(binding: Binding, kind: CallKind, rpc_id: &str, limits: DecodeLimits) -> Self {
-        Self::build(binding, kind, rpc_id, limits)
+    pub fn new(
+        binding: Binding,
+        kind: CallKind,
+        rpc_id: impl Into<String>,
+        limits: DecodeLimits,
+    ) -> Self {
+        Self::build(binding, kind, rpc_id.into(), limits)
     }
 
     // Outside `new`, which cargo-mutants does not mutate.
-    fn build(binding: Binding, kind: CallKind, rpc_id: &str, limits: DecodeLimits) -> Self {
+    fn build(binding: Binding, kind: CallKind, rpc_id: String, limits: DecodeLimits) -> Self {
         ResponseDecoder {
             binding,
             kind,
-            rpc_id: rpc_id.to_owned(),
+            rpc_id,
             limits,
             status: None,
             content_type: None,
