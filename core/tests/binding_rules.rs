@@ -178,3 +178,39 @@ fn a_bracket_outside_an_ipv6_literal_makes_a_grpc_interface_unusable() {
         Some("https://[::1]/p")
     );
 }
+
+// Rule: a response's media type is read without its parameters and in any case: an answer typed
+// `Text/Event-Stream; charset=utf-8` is an event stream as `text/event-stream` is, and a type
+// that only begins like it is not one.
+#[test]
+fn an_event_stream_is_known_by_its_media_type_in_any_case_and_with_parameters() {
+    let event = json!({"jsonrpc": "2.0", "id": "r", "result": {"task":
+        {"id": "t", "status": {"state": "TASK_STATE_COMPLETED"}}}});
+    let body = format!("data: {event}\n\n");
+    let read_as = |content_type: &str| {
+        describe(&common::decode_with(
+            Binding::JsonRpc,
+            CallKind::SendStreamingMessage,
+            "r",
+            200,
+            &[("Content-Type".to_owned(), content_type.to_owned())],
+            body.as_bytes(),
+            7,
+        ))
+    };
+    let stream = read_as("text/event-stream");
+    assert!(
+        stream
+            .iter()
+            .any(|item| item == "task:TASK_STATE_COMPLETED"),
+        "{stream:?}"
+    );
+    for content_type in [
+        "Text/Event-Stream; charset=utf-8",
+        "TEXT/EVENT-STREAM",
+        " text/event-stream ;charset=utf-8",
+    ] {
+        assert_eq!(read_as(content_type), stream, "{content_type}");
+    }
+    assert_ne!(read_as("text/event-streams"), stream);
+}

@@ -338,6 +338,23 @@ fn a_problem_is_known_by_its_media_type_or_its_shape() {
         (by_type.code.as_str(), by_type.message.as_str()),
         ("remote.problem.400", "bad input")
     );
+    // The media type is compared without its parameters and in any case.
+    let typed = answer(
+        Binding::HttpJson,
+        400,
+        "Application/Problem+JSON; charset=utf-8",
+        &json!({"detail":"bad input"}),
+    )
+    .unwrap();
+    assert_eq!(typed.code, "remote.problem.400");
+    let lookalike = answer(
+        Binding::HttpJson,
+        400,
+        "application/problem+jsonx",
+        &json!({"detail":"bad input"}),
+    )
+    .unwrap();
+    assert_eq!(lookalike.code, "a2a.http.400");
     for shape in [
         json!({"title":"Busy","status":503}),
         json!({"title":"Busy","type":"about:blank"}),
