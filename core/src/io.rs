@@ -78,6 +78,17 @@ pub enum Input {
 /// back as owned text.
 pub type HeaderField = (HeaderText, HeaderText);
 
+/// The value of the first header or trailer field named `name`, compared without case.
+pub(crate) fn field_value<'f, N: AsRef<str>, V: AsRef<str>>(
+    fields: &'f [(N, V)],
+    name: &str,
+) -> Option<&'f str> {
+    fields
+        .iter()
+        .find(|(n, _)| n.as_ref().eq_ignore_ascii_case(name))
+        .map(|(_, v)| v.as_ref())
+}
+
 /// A transport-level failure reported by the driver.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct TransportError {

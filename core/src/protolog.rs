@@ -26,7 +26,7 @@
 //! never wire metadata.
 
 use crate::auth::LoginRequest;
-use crate::io::{Correlation, HttpRequest, OpPurpose};
+use crate::io::{Correlation, HttpRequest, OpPurpose, field_value};
 use crate::redact::{is_ws, redact_json_with, string_end};
 use crate::urlenc::is_form_content_type;
 use std::fmt::Write as _;
@@ -448,13 +448,6 @@ fn render_headers<N: AsRef<str>, V: AsRef<str>>(
     }
 }
 
-fn header<'a, N: AsRef<str>, V: AsRef<str>>(headers: &'a [(N, V)], name: &str) -> Option<&'a str> {
-    headers
-        .iter()
-        .find(|(n, _)| n.as_ref().eq_ignore_ascii_case(name))
-        .map(|(_, v)| v.as_ref())
-}
-
 /// A request entry: method, redacted URL, correlation fields, redacted headers and body.
 pub fn format_request(req: &HttpRequest, channel: Channel, cfg: &LogConfig) -> String {
     format_raw_request(
@@ -481,7 +474,7 @@ pub fn format_raw_request<N: AsRef<str>, V: AsRef<str>>(
     let _ = write!(
         s,
         "\nbody: {}",
-        render_body(header(headers, "content-type"), body, cfg)
+        render_body(field_value(headers, "content-type"), body, cfg)
     );
     s
 }

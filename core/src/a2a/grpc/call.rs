@@ -12,7 +12,7 @@ use crate::a2a::binding::{A2A_VERSION, A2aCall, CallKind, DecodeLimits, Response
 use crate::a2a::error::{ProtocolError, codes, redact_str};
 use crate::a2a::protojson::short;
 use crate::a2a::types::{StreamResponse, Task, TaskPage};
-use crate::io::HeaderText;
+use crate::io::{HeaderText, field_value};
 use core::time::Duration;
 
 /// The fully qualified service name.
@@ -242,10 +242,7 @@ impl GrpcResponseDecoder {
         if status != 200 {
             self.headers = crate::a2a::error::redacted_headers(headers);
         }
-        self.retry_after = headers
-            .iter()
-            .find(|(k, _)| k.as_ref().eq_ignore_ascii_case("retry-after"))
-            .map(|(_, v)| v.as_ref().trim().to_owned());
+        self.retry_after = field_value(headers, "retry-after").map(|v| v.trim().to_owned());
         if has_status(headers) {
             self.mode = Mode::TrailersOnly(
                 headers
@@ -262,17 +259,13 @@ impl GrpcResponseDecoder {
             };
             return;
         }
-        let content_type = headers
-            .iter()
-            .find(|(k, _)| k.as_ref().eq_ignore_ascii_case("content-type"))
-            .map(|(_, v)| {
-                v.as_ref()
-                    .split(';')
-                    .next()
-                    .unwrap_or("")
-                    .trim()
-                    .to_ascii_lowercase()
-            });
+        let content_type = field_value(headers, "content-type").map(|v| {
+            v.split(';')
+                .next()
+                .unwrap_or("")
+                .trim()
+                .to_ascii_lowercase()
+        });
         if let Some(ct) = content_type {
             if ct != "application/grpc" && ct != "application/grpc+proto" {
                 self.mode = Mode::NotGrpc(ct);

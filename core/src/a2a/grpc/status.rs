@@ -23,6 +23,7 @@ use crate::a2a::error::{
     redact_json, redact_str,
 };
 use crate::a2a::protojson::{decode_base64, encode_base64};
+use crate::io::field_value;
 use serde_json::{Map, Value};
 
 /// A gRPC status code.
@@ -149,16 +150,9 @@ pub enum GrpcStatusError {
     BadStatus(String),
 }
 
-fn header<'h, N: AsRef<str>, V: AsRef<str>>(headers: &'h [(N, V)], name: &str) -> Option<&'h str> {
-    headers
-        .iter()
-        .find(|(k, _)| k.as_ref().eq_ignore_ascii_case(name))
-        .map(|(_, v)| v.as_ref())
-}
-
 /// Whether these headers (response head or trailers) carry `grpc-status`.
 pub fn has_status<N: AsRef<str>, V: AsRef<str>>(headers: &[(N, V)]) -> bool {
-    header(headers, "grpc-status").is_some()
+    field_value(headers, "grpc-status").is_some()
 }
 
 /// Reads the status from trailers (or from the head of a trailers-only response): `Ok(None)`
@@ -166,7 +160,7 @@ pub fn has_status<N: AsRef<str>, V: AsRef<str>>(headers: &[(N, V)]) -> bool {
 pub fn status_from_trailers<N: AsRef<str>, V: AsRef<str>>(
     trailers: &[(N, V)],
 ) -> Result<Option<ProtocolError>, GrpcStatusError> {
-    let raw = header(trailers, "grpc-status").ok_or(GrpcStatusError::NoStatus)?;
+    let raw = field_value(trailers, "grpc-status").ok_or(GrpcStatusError::NoStatus)?;
     let n: u32 = raw
         .trim()
         .parse()
@@ -177,8 +171,8 @@ pub fn status_from_trailers<N: AsRef<str>, V: AsRef<str>>(
     }
     Ok(Some(status_error(
         code,
-        header(trailers, "grpc-message"),
-        header(trailers, "grpc-status-details-bin"),
+        field_value(trailers, "grpc-message"),
+        field_value(trailers, "grpc-status-details-bin"),
     )))
 }
 
