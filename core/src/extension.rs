@@ -484,14 +484,6 @@ fn check_content(
         .map_err(|e| PreconditionError::InvalidContent(e.to_string()))
 }
 
-fn state_of(event: &StreamResponse) -> Option<TaskState> {
-    match event {
-        StreamResponse::Task(t) => Some(t.status.state),
-        StreamResponse::StatusUpdate(u) => Some(u.status.state),
-        StreamResponse::ArtifactUpdate(_) | StreamResponse::Message(_) => None,
-    }
-}
-
 fn remote_state_failure(state: TaskState) -> ExtensionFailure {
     let code = match state {
         TaskState::Failed => host::codes::REMOTE_TASK_FAILED,
@@ -1098,7 +1090,7 @@ impl Notification {
                 task_id: self.link.remote_task_id.clone().unwrap_or_default(),
             });
         }
-        let state = state_of(&event);
+        let state = event.state();
         let bare_message = match &event {
             StreamResponse::Message(m) => Some(ReceivedMessage {
                 message: Some(m.clone()),

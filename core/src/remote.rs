@@ -870,16 +870,12 @@ impl Invocation {
     /// Folds an event into the task view, then acts on it when it settles the current
     /// exchange; `None` keeps reading.
     fn decide(&mut self, event: StreamResponse, env: &mut Env<'_>) -> Option<Step> {
-        let state = match &event {
-            StreamResponse::Message(m) => {
-                let message = m.clone();
-                self.acc.apply(event);
-                return Some(self.on_bare_message(&message, env));
-            }
-            StreamResponse::Task(t) => Some(t.status.state),
-            StreamResponse::StatusUpdate(u) => Some(u.status.state),
-            StreamResponse::ArtifactUpdate(_) => None,
-        };
+        if let StreamResponse::Message(m) = &event {
+            let message = m.clone();
+            self.acc.apply(event);
+            return Some(self.on_bare_message(&message, env));
+        }
+        let state = event.state();
         self.acc.apply(event);
         state.and_then(|state| self.on_state(state, env))
     }

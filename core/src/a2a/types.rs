@@ -777,6 +777,15 @@ impl StreamResponse {
             StreamResponse::ArtifactUpdate(a) => Some(&a.task_id),
         }
     }
+
+    /// The task state this item reports: a task's or a status update's.
+    pub(crate) fn state(&self) -> Option<TaskState> {
+        match self {
+            StreamResponse::Task(t) => Some(t.status.state),
+            StreamResponse::StatusUpdate(u) => Some(u.status.state),
+            StreamResponse::ArtifactUpdate(_) | StreamResponse::Message(_) => None,
+        }
+    }
 }
 impl Serialize for StreamResponse {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
