@@ -37,8 +37,9 @@ impl BenchRuntime for OnSmol {
     }
 }
 
-/// Idle connections kept, as the runtime's pool does per origin.
-const MAX_IDLE: usize = 32;
+/// Idle connections kept: every one, as hyper-util's pool (the tokio bench's direct client)
+/// does by default and the engine's pool does under the bench's in-flight bound.
+const MAX_IDLE: usize = usize::MAX;
 
 /// The runtime's client stack without the engine: hyper's HTTP/1.1 client connections over smol
 /// TCP (`TCP_NODELAY`) through the engine's own I/O adapter (`HyperIo`), with a pool of idle

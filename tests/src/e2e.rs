@@ -507,6 +507,9 @@ async fn run_job<B: BenchRuntime>(job: &str, through_engine: bool) -> Value {
             engine_runs(&engine, &workflow, &host, runs)
         })
         .await;
+        // Warm-up included: how often the pool had to open a connection.
+        figures["connections_opened"] = json!(engine.http_client().connections_opened());
+        figures["requests_sent"] = json!(engine.http_client().requests_sent());
         if kind == "steps" {
             // What a finished chain keeps: the live heap while its result is held, over the
             // heap before it started (the workflow is already built and shared).

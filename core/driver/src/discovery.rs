@@ -29,6 +29,7 @@ use crate::error::EngineError;
 use crate::http::{
     HttpClient, RequestHook, build_request, describe, header_pairs, header_text, http_method,
 };
+use crate::pool::PoolConfig;
 use crate::proxy::ProxyConfig;
 use crate::runtime::{Runtime, within};
 use crate::tls::TlsConfig;
@@ -286,7 +287,13 @@ impl<R: Runtime> Settings<R> {
                 "[{label}] INSECURE_TLS: this discovery client does not verify certificate chains"
             );
         }
-        let client = own_client(self.http, &self.tls, self.proxy, self.request_hook)?;
+        let client = own_client(
+            self.http,
+            &self.tls,
+            self.proxy,
+            self.request_hook,
+            PoolConfig::default(),
+        )?;
         let log = match self.log {
             Some(l) => l,
             None => protocol_log_config(&EnvLookup::process(), None)?,

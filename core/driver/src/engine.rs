@@ -36,6 +36,7 @@ use crate::events::{
 use crate::http::{HttpClient, RequestHook};
 use crate::journal::{JournalError, JournalStore, Journaling};
 use crate::lifecycle::{ENGINE_CLOSED, Registry};
+use crate::pool::PoolConfig;
 use crate::proxy::ProxyConfig;
 use crate::run_loop::Cancel;
 use crate::run_loop::{Driver, Recorder};
@@ -138,6 +139,7 @@ pub struct EngineBuilder<R> {
     log: LogOverrides,
     tls: Option<TlsConfig>,
     proxy: Option<ProxyConfig>,
+    pool: Option<PoolConfig>,
     request_hook: Option<RequestHook>,
     on_conversation_closed: Option<ConversationHook>,
 }
@@ -271,6 +273,16 @@ impl<R: Runtime> EngineBuilder<R> {
         self
     }
 
+    /// How the engine's own HTTP client keeps idle connections (default: as many per origin
+    /// as [`EngineConfig::max_in_flight`], each for 90 s; see [`PoolConfig`]). With
+    /// [`EngineBuilder::http_client`], build that client with
+    /// [`HttpClient::with_tls_proxy_and_pool`] instead (building fails otherwise, rather than
+    /// ignoring it).
+    pub fn pool(mut self, pool: PoolConfig) -> Self {
+        self.pool = Some(pool);
+        self
+    }
+
     /// Edits every request of the engine's own HTTP client (gateway headers, URI rewrites) after
     /// authentication was added; see [`RequestHook`]. Extension senders built from the engine
     /// use it too. With [`EngineBuilder::http_client`], use [`HttpClient::with_request_hook`]
@@ -391,7 +403,17 @@ impl<R: Runtime> EngineBuilder<R> {
             ));
         }
         let tls = self.tls.unwrap_or_default();
-        let client = own_client(self.http, &tls, self.proxy, self.request_hook)?;
+        if self.http.is_some() && self.pool.is_some() {
+            return Err(EngineError::Config(
+                "pool configures the builder's own HTTP client; with http_client, build that \
+                 client with HttpClient::with_tls_proxy_and_pool",
+            ));
+        }
+        // A burst the in-flight bound allows never closes connections it will need again.
+        let pool = self.pool.unwrap_or_else(|| {
+            PoolConfig::default().max_idle_per_origin(self.config.max_in_flight)
+        });
+        let client = own_client(self.http, &tls, self.proxy, self.request_hook, pool)?;
         // Plans are installed card by card as the cards are checked, now and on every change.
         let authenticator = Authenticator::new(
             &AgentDirectory::default(),
@@ -438,6 +460,7 @@ pub(crate) fn own_client<R: Runtime>(
     tls: &TlsConfig,
     proxy: Option<ProxyConfig>,
     hook: Option<RequestHook>,
+    pool: PoolConfig,
 ) -> Result<HttpClient<R>, EngineError> {
     match given {
         Some(_) if proxy.is_some() || hook.is_some() => Err(EngineError::Config(
@@ -450,7 +473,7 @@ pub(crate) fn own_client<R: Runtime>(
                 Some(p) => p,
                 None => ProxyConfig::from_env()?,
             };
-            let client = HttpClient::with_tls_and_proxy(tls, proxy)?;
+            let client = HttpClient::with_tls_proxy_and_pool(tls, proxy, pool)?;
             Ok(match hook {
                 Some(hook) => client.with_request_hook(hook),
                 None => client,
@@ -521,6 +544,7 @@ impl<R: Runtime> Engine<R> {
             log: LogOverrides::default(),
             tls: None,
             proxy: None,
+            pool: None,
             request_hook: None,
             on_conversation_closed: None,
         }

@@ -63,6 +63,7 @@ use crate::error::EngineError;
 use crate::http::HttpClient;
 use crate::http::RequestHook;
 use crate::lifecycle::Registry;
+use crate::pool::PoolConfig;
 use crate::proxy::ProxyConfig;
 use crate::run_loop::{Waiter, spawn_abortable};
 use crate::runtime::Runtime;
@@ -317,6 +318,7 @@ impl<R: Runtime> ExtensionSenderBuilder<R> {
             &self.tls.unwrap_or_default(),
             self.proxy,
             self.request_hook,
+            PoolConfig::default().max_idle_per_origin(c.max_in_flight),
         )?;
         let limits = Limits::new(
             directory.names(),

@@ -1,18 +1,16 @@
 //! The HTTP client: hyper's HTTP/1.1 client connection (`client::conn::http1`) over the
 //! runtime's TCP connections (`TCP_NODELAY` on) and `futures-rustls` (ring provider, webpki
-//! roots, verification on), with a small pool of idle connections per `(scheme, host, port)`;
-//! HTTP/2 for gRPC exchanges (see [`crate::http2`]); plus the request and header helpers every
-//! sender uses (task traffic, logins, discovery).
+//! roots, verification on), with a pool of idle connections per `(scheme, host, port)`
+//! ([`PoolConfig`]); HTTP/2 for gRPC exchanges (see [`crate::http2`]); plus the request and
+//! header helpers every sender uses (task traffic, logins, discovery).
 //!
 //! hyper-util's pooled `client-legacy` client is not used: it is written for tokio only, and
 //! this client runs on every [`Runtime`].
 
 use std::borrow::Cow;
-use std::collections::HashMap;
 use std::error::Error as StdError;
-use std::marker::PhantomData;
+use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
 
 use crate::hyper_io::HyperIo;
 use a2at_core::a2a::HttpMethod;
@@ -22,10 +20,12 @@ use futures_rustls::TlsConnector;
 use futures_rustls::rustls::pki_types::ServerName;
 use http_body_util::Full;
 use hyper::body::Incoming;
-use hyper::client::conn::http1::{SendRequest, handshake};
+use hyper::client::conn::http1::handshake;
 
 use crate::error::EngineError;
 use crate::http2::Http2Connector;
+use crate::pool::{IdlePool, PoolConfig};
+pub(crate) use crate::pool::{Origin, Sender};
 use crate::proxy::ProxyConfig;
 use crate::runtime::Runtime;
 use crate::tls::{TlsConfig, client_config};
@@ -55,6 +55,7 @@ pub struct HttpClient<R> {
     connector: Arc<Connector<R>>,
     http2: Arc<Http2Connector<R>>,
     sent: Arc<AtomicU64>,
+    opened: Arc<AtomicU64>,
     proxy: Arc<ProxyConfig>,
     hook: Option<RequestHook>,
 }
@@ -65,6 +66,7 @@ impl<R> Clone for HttpClient<R> {
             connector: self.connector.clone(),
             http2: self.http2.clone(),
             sent: self.sent.clone(),
+            opened: self.opened.clone(),
             proxy: self.proxy.clone(),
             hook: self.hook.clone(),
         }
@@ -75,6 +77,7 @@ impl<R> std::fmt::Debug for HttpClient<R> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("HttpClient")
             .field("requests_sent", &self.requests_sent())
+            .field("connections_opened", &self.connections_opened())
             .field("proxy", &self.proxy)
             .field("request_hook", &self.hook.is_some())
             .finish_non_exhaustive()
@@ -85,6 +88,18 @@ impl<R> HttpClient<R> {
     /// How many requests this client (and its clones) has handed to the connection pool.
     pub fn requests_sent(&self) -> u64 {
         self.sent.load(Ordering::Relaxed)
+    }
+
+    /// How many TCP connections this client (and its clones) has opened, HTTP/1.1 and HTTP/2
+    /// alike (through a proxy, each tunnel counts once). Beside [`HttpClient::requests_sent`]
+    /// it shows how many requests reused a connection.
+    pub fn connections_opened(&self) -> u64 {
+        self.opened.load(Ordering::Relaxed)
+    }
+
+    /// How this client keeps idle HTTP/1.1 connections.
+    pub fn pool_config(&self) -> PoolConfig {
+        self.connector.idle.config()
     }
 
     /// The proxy settings this client connects with.
@@ -156,12 +171,27 @@ impl<R: Runtime> HttpClient<R> {
         tls: &TlsConfig,
         proxy: ProxyConfig,
     ) -> Result<HttpClient<R>, EngineError> {
+        HttpClient::with_tls_proxy_and_pool(tls, proxy, PoolConfig::default())
+    }
+
+    /// Like [`HttpClient::with_tls_and_proxy`], keeping idle connections as `pool` says.
+    pub fn with_tls_proxy_and_pool(
+        tls: &TlsConfig,
+        proxy: ProxyConfig,
+        pool: PoolConfig,
+    ) -> Result<HttpClient<R>, EngineError> {
         let config = client_config(tls)?;
         let proxy = Arc::new(proxy);
+        let opened = Arc::new(AtomicU64::new(0));
         Ok(HttpClient {
-            http2: Arc::new(Http2Connector::new(config.clone(), proxy.clone())),
-            connector: Arc::new(Connector::new(config, proxy.clone())),
+            http2: Arc::new(Http2Connector::new(
+                config.clone(),
+                proxy.clone(),
+                opened.clone(),
+            )),
+            connector: Arc::new(Connector::new(config, proxy.clone(), pool, opened.clone())),
             sent: Arc::new(AtomicU64::new(0)),
+            opened,
             proxy,
             hook: None,
         })
@@ -192,7 +222,8 @@ impl<R: Runtime> HttpClient<R> {
     pub(crate) async fn send_lending(
         &self,
         request: http::Request<Full<Bytes>>,
-    ) -> Result<(http::Response<hyper::body::Incoming>, Lent), (TransportErrorKind, String)> {
+    ) -> Result<(http::Response<hyper::body::Incoming>, Lent<R>), (TransportErrorKind, String)>
+    {
         self.sent.fetch_add(1, Ordering::Relaxed);
         self.connector.lend(request).await
     }
@@ -209,30 +240,28 @@ impl<R: Runtime> HttpClient<R> {
     }
 }
 
-/// Idle connections kept per origin.
-const MAX_IDLE_PER_ORIGIN: usize = 32;
-
-type Sender = SendRequest<Full<Bytes>>;
 pub(crate) type Failure = (TransportErrorKind, String);
-
-/// `(https, host, port)`.
-pub(crate) type Origin = (bool, String, u16);
 
 /// The pooled connections behind an [`HttpClient`].
 struct Connector<R> {
     tls: TlsConnector,
-    idle: Arc<Mutex<HashMap<Origin, Vec<Sender>>>>,
+    idle: Arc<IdlePool<R>>,
     proxy: Arc<ProxyConfig>,
-    runtime: PhantomData<fn() -> R>,
+    opened: Arc<AtomicU64>,
 }
 
 impl<R: Runtime> Connector<R> {
-    fn new(tls: rustls::ClientConfig, proxy: Arc<ProxyConfig>) -> Connector<R> {
+    fn new(
+        tls: rustls::ClientConfig,
+        proxy: Arc<ProxyConfig>,
+        pool: PoolConfig,
+        opened: Arc<AtomicU64>,
+    ) -> Connector<R> {
         Connector {
             tls: TlsConnector::from(Arc::new(tls)),
-            idle: Arc::default(),
+            idle: Arc::new(IdlePool::new(pool)),
             proxy,
-            runtime: PhantomData,
+            opened,
         }
     }
 
@@ -244,7 +273,7 @@ impl<R: Runtime> Connector<R> {
         request: http::Request<Full<Bytes>>,
     ) -> Result<http::Response<Incoming>, Failure> {
         let (response, lent) = self.lend(request).await?;
-        lent.give_back_when_idle::<R>();
+        lent.give_back_when_idle();
         Ok(response)
     }
 
@@ -253,10 +282,10 @@ impl<R: Runtime> Connector<R> {
     async fn lend(
         &self,
         mut request: http::Request<Full<Bytes>>,
-    ) -> Result<(http::Response<Incoming>, Lent), Failure> {
+    ) -> Result<(http::Response<Incoming>, Lent<R>), Failure> {
         let origin = origin_form(&mut request)?;
         loop {
-            let (mut sender, pooled) = match self.checkout(&origin) {
+            let (mut sender, pooled) = match self.idle.checkout(&origin) {
                 Some(sender) => (sender, true),
                 // Boxed: a connect (TCP, TLS, proxy tunnel) is a large future that pooled
                 // requests never need, and every in-flight exchange would carry its size.
@@ -279,19 +308,9 @@ impl<R: Runtime> Connector<R> {
         }
     }
 
-    fn checkout(&self, origin: &Origin) -> Option<Sender> {
-        let mut idle = self.idle.lock().unwrap_or_else(|e| e.into_inner());
-        let list = idle.get_mut(origin)?;
-        while let Some(sender) = list.pop() {
-            if sender.is_ready() {
-                return Some(sender);
-            }
-        }
-        None
-    }
-
     async fn connect(&self, origin: &Origin) -> Result<Sender, Failure> {
         let tcp = open_tcp::<R>(&self.proxy, origin).await?;
+        self.opened.fetch_add(1, Ordering::Relaxed);
         let (https, host, _) = origin;
         if !*https {
             return start::<R, _>(HyperIo::new(tcp)).await;
@@ -310,29 +329,29 @@ impl<R: Runtime> Connector<R> {
 /// An HTTP/1 connection lent to one exchange, to go back to its pool when the response is
 /// read. Dropped instead, the connection closes with it (a body left half read cannot carry
 /// another request).
-pub(crate) struct Lent {
+pub(crate) struct Lent<R> {
     origin: Origin,
     sender: Sender,
-    idle: Arc<Mutex<HashMap<Origin, Vec<Sender>>>>,
+    idle: Arc<IdlePool<R>>,
 }
 
-impl Lent {
+impl<R: Runtime> Lent<R> {
     /// Gives the connection back after its response body was read to the end. It is nearly
     /// always ready for the next request by then and goes back at once; otherwise a task waits
     /// for it, as [`Lent::give_back_when_idle`] does, so no exchange waits on its own
     /// connection.
-    pub(crate) fn give_back<R: Runtime>(self) {
+    pub(crate) fn give_back(self) {
         if self.sender.is_ready() {
-            pool(&self.idle, self.origin, self.sender);
+            self.idle.put(self.origin, self.sender);
         } else {
-            self.give_back_when_idle::<R>();
+            self.give_back_when_idle();
         }
     }
 
     /// Gives the connection back once it is ready for another request (its response body read
     /// to the end by whoever holds it); a connection that closes (body dropped, server gone)
     /// is forgotten.
-    fn give_back_when_idle<R: Runtime>(self) {
+    fn give_back_when_idle(self) {
         let Lent {
             origin,
             mut sender,
@@ -340,18 +359,9 @@ impl Lent {
         } = self;
         R::spawn(async move {
             if sender.ready().await.is_ok() {
-                pool(&idle, origin, sender);
+                idle.put(origin, sender);
             }
         });
-    }
-}
-
-/// Keeps an idle connection, unless its origin already has as many as it may keep.
-fn pool(idle: &Mutex<HashMap<Origin, Vec<Sender>>>, origin: Origin, sender: Sender) {
-    let mut idle = idle.lock().unwrap_or_else(|e| e.into_inner());
-    let list = idle.entry(origin).or_default();
-    if list.len() < MAX_IDLE_PER_ORIGIN {
-        list.push(sender);
     }
 }
 

@@ -11,6 +11,7 @@ use std::collections::HashMap;
 use std::future::Future;
 use std::marker::PhantomData;
 use std::pin::Pin;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
@@ -24,15 +25,12 @@ use http_body_util::Full;
 use hyper::body::Incoming;
 use hyper::client::conn::http2::{Builder, SendRequest};
 
-use crate::http::{describe, open_tcp, origin_of};
+use crate::http::{Origin, describe, open_tcp, origin_of};
 use crate::proxy::ProxyConfig;
 use crate::runtime::{BoxFuture, Runtime};
 
 type Failure = (TransportErrorKind, String);
 type Sender = SendRequest<Full<Bytes>>;
-
-/// `(https, host, port)`.
-type Origin = (bool, String, u16);
 
 /// hyper's executor on the driver's runtime: every background future hyper starts (the
 /// connection task, stream pumps) goes to [`Runtime::spawn`].
@@ -97,17 +95,24 @@ pub(crate) struct Http2Connector<R> {
     tls: TlsConnector,
     connections: Arc<Mutex<HashMap<Origin, Sender>>>,
     proxy: Arc<ProxyConfig>,
+    opened: Arc<AtomicU64>,
     runtime: PhantomData<fn() -> R>,
 }
 
 impl<R: Runtime> Http2Connector<R> {
     /// A connector using `tls` (whose ALPN list it replaces with `h2`).
-    pub(crate) fn new(mut tls: rustls::ClientConfig, proxy: Arc<ProxyConfig>) -> Http2Connector<R> {
+    /// Every connection it opens counts in `opened`.
+    pub(crate) fn new(
+        mut tls: rustls::ClientConfig,
+        proxy: Arc<ProxyConfig>,
+        opened: Arc<AtomicU64>,
+    ) -> Http2Connector<R> {
         tls.alpn_protocols = vec![b"h2".to_vec()];
         Http2Connector {
             tls: TlsConnector::from(Arc::new(tls)),
             connections: Arc::default(),
             proxy,
+            opened,
             runtime: PhantomData,
         }
     }
@@ -170,6 +175,7 @@ impl<R: Runtime> Http2Connector<R> {
 
     async fn connect(&self, origin: &Origin) -> Result<Sender, Failure> {
         let tcp = open_tcp::<R>(&self.proxy, origin).await?;
+        self.opened.fetch_add(1, Ordering::Relaxed);
         let (https, host, _) = origin;
         if !*https {
             return handshake::<R, _>(HyperIo::new(tcp)).await;

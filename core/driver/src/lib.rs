@@ -147,6 +147,7 @@ mod lifecycle;
 pub mod metrics;
 #[cfg(feature = "otel")]
 pub mod otel;
+mod pool;
 mod proxy;
 mod run_loop;
 mod runtime;
@@ -190,6 +191,7 @@ pub use journal_postgres::{PostgresJournal, PostgresJournalBuilder, redact_url};
 #[cfg(feature = "sqlite")]
 pub use journal_sqlite::{Durability, SqliteJournal};
 pub use lifecycle::{CloseMode, CloseReport, ENGINE_CLOSED};
+pub use pool::PoolConfig;
 pub use proxy::ProxyConfig;
 pub use runtime::{BoxFuture, Runtime};
 pub use tasks::TaskSubscription;

@@ -294,7 +294,7 @@ impl<R: Runtime> Transport<R> {
                         l.finish();
                     }
                     if let Some(lent) = lent.take() {
-                        lent.give_back::<R>();
+                        lent.give_back();
                     }
                     Input::ResponseEnd { op }
                 }

@@ -2,6 +2,8 @@
 //! arrive, auth headers are added, failures are typed, aborts close the connection, secrets
 //! split across chunks stay masked in the protocol log.
 use std::sync::Arc;
+use std::sync::atomic::AtomicUsize;
+use std::sync::atomic::Ordering::SeqCst;
 
 use a2at_core::OpId;
 use a2at_core::a2a::HttpMethod;
@@ -14,7 +16,10 @@ use tokio::sync::oneshot;
 
 use crate::auth::Authenticator;
 use crate::http::HttpClient;
+use crate::pool::PoolConfig;
+use crate::proxy::ProxyConfig;
 use crate::test_runtime::TestTokio;
+use crate::tls::TlsConfig;
 use crate::transport::{AuthHook, Limits, Transport, show_hook_changes};
 
 fn transport(auth: Option<AuthHook>) -> Transport<TestTokio> {
@@ -287,50 +292,164 @@ async fn aborting_an_exchange_drops_its_connection() {
     assert_eq!(read, 0);
 }
 
+/// A keep-alive server counting the connections it accepted and those the client closed. It
+/// answers a request only once `burst` requests wait at once, so a burst of that many
+/// concurrent exchanges holds that many connections.
+struct CountingServer {
+    url: String,
+    accepted: Arc<AtomicUsize>,
+    closed: Arc<AtomicUsize>,
+    task: tokio::task::JoinHandle<()>,
+}
+
+impl CountingServer {
+    async fn start(burst: usize) -> CountingServer {
+        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let url = format!("http://{}/rpc", listener.local_addr().unwrap());
+        let (accepted, closed) = (Arc::default(), Arc::default());
+        let (counted, ended): (Arc<AtomicUsize>, Arc<AtomicUsize>) =
+            (Arc::clone(&accepted), Arc::clone(&closed));
+        let barrier = Arc::new(tokio::sync::Barrier::new(burst));
+        let task = tokio::spawn(async move {
+            loop {
+                let (mut s, _) = listener.accept().await.unwrap();
+                counted.fetch_add(1, SeqCst);
+                let (ended, barrier) = (ended.clone(), barrier.clone());
+                tokio::spawn(async move {
+                    loop {
+                        let mut first = [0u8; 1];
+                        // The client closed the connection: it is done with it.
+                        if s.peek(&mut first).await.unwrap_or(0) == 0 {
+                            ended.fetch_add(1, SeqCst);
+                            return;
+                        }
+                        read_request(&mut s).await;
+                        barrier.wait().await;
+                        let response = "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\n\
+                                        content-length: 2\r\n\r\n{}";
+                        s.write_all(response.as_bytes()).await.unwrap();
+                    }
+                });
+            }
+        });
+        CountingServer {
+            url,
+            accepted,
+            closed,
+            task,
+        }
+    }
+
+    fn accepted(&self) -> usize {
+        self.accepted.load(SeqCst)
+    }
+
+    /// Waits (up to 5 s) until the client has closed `n` connections.
+    async fn until_closed(&self, n: usize) {
+        let deadline = tokio::time::Instant::now() + std::time::Duration::from_secs(5);
+        while self.closed.load(SeqCst) < n {
+            assert!(
+                tokio::time::Instant::now() < deadline,
+                "the client closed {} connections, not {n}",
+                self.closed.load(SeqCst)
+            );
+            tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+        }
+    }
+}
+
+impl Drop for CountingServer {
+    fn drop(&mut self) {
+        self.task.abort();
+    }
+}
+
+/// A transport with room for `slots` exchanges at once on a client pooling as `pool` says.
+fn pooled_transport(pool: PoolConfig, slots: usize) -> Transport<TestTokio> {
+    let client =
+        HttpClient::with_tls_proxy_and_pool(&TlsConfig::default(), ProxyConfig::none(), pool)
+            .expect("client");
+    Transport {
+        client,
+        limits: Limits::new(["a"].into_iter(), slots, slots),
+        ..transport(None)
+    }
+}
+
+/// One exchange to `url`, read to its end.
+async fn exchange_to_end(t: &Transport<TestTokio>, url: &str) {
+    let (tx, rx) = mpsc::channel(16);
+    t.exchange(request(url.to_owned()), tx).await;
+    let inputs: Vec<Input> = rx.collect().await;
+    assert!(
+        matches!(inputs.last(), Some(Input::ResponseEnd { .. })),
+        "{inputs:?}"
+    );
+}
+
+/// `n` exchanges to `url` at once, each read to its end.
+async fn burst(t: &Transport<TestTokio>, url: &str, n: usize) {
+    futures::future::join_all((0..n).map(|_| exchange_to_end(t, url))).await;
+}
+
 /// Exchanges to one origin made one after the other share one connection: each response read
 /// to its end hands the connection back for the next request (HTTP/1.1 keep-alive).
 #[tokio::test]
 async fn exchanges_one_after_the_other_reuse_one_connection() {
     let _turn = one_at_a_time().await;
-    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let url = format!("http://{}/rpc", listener.local_addr().unwrap());
-    let accepted = Arc::new(std::sync::atomic::AtomicUsize::new(0));
-    let counted = accepted.clone();
-    let server = tokio::spawn(async move {
-        loop {
-            let (mut s, _) = listener.accept().await.unwrap();
-            counted.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
-            tokio::spawn(async move {
-                loop {
-                    let mut first = [0u8; 1];
-                    // The client closed the connection: it is done with it.
-                    if s.peek(&mut first).await.unwrap_or(0) == 0 {
-                        return;
-                    }
-                    read_request(&mut s).await;
-                    let response = "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\n\
-                                    content-length: 2\r\n\r\n{}";
-                    s.write_all(response.as_bytes()).await.unwrap();
-                }
-            });
-        }
-    });
+    let server = CountingServer::start(1).await;
     let t = transport(None);
-    for n in 1..=5u64 {
-        let (tx, mut rx) = mpsc::channel(16);
-        t.exchange(request(url.clone()), tx).await;
-        let mut inputs = Vec::new();
-        while let Some(input) = rx.next().await {
-            inputs.push(input);
-        }
-        assert!(
-            matches!(inputs.last(), Some(Input::ResponseEnd { .. })),
-            "exchange {n}: {inputs:?}"
-        );
+    for _ in 1..=5u64 {
+        exchange_to_end(&t, &server.url).await;
     }
     assert_eq!(t.client.requests_sent(), 5);
-    assert_eq!(accepted.load(std::sync::atomic::Ordering::SeqCst), 1);
-    server.abort();
+    assert_eq!(t.client.connections_opened(), 1);
+    assert_eq!(server.accepted(), 1);
+}
+
+/// A burst of concurrent exchanges opens a connection for each; all of them wait idle for the
+/// next burst, which opens none (the pool keeps more than the 32 it used to).
+#[tokio::test]
+async fn a_burst_keeps_every_connection_it_opened_for_the_next_burst() {
+    let _turn = one_at_a_time().await;
+    let server = CountingServer::start(40).await;
+    let t = pooled_transport(PoolConfig::default().max_idle_per_origin(64), 64);
+    burst(&t, &server.url, 40).await;
+    burst(&t, &server.url, 40).await;
+    assert_eq!(t.client.requests_sent(), 80);
+    assert_eq!(t.client.connections_opened(), 40);
+    assert_eq!(server.accepted(), 40);
+}
+
+/// The connections of a burst beyond the idle bound close when their responses end, and the
+/// next burst opens them again; a bound of 0 keeps no connection at all.
+#[tokio::test]
+async fn connections_beyond_the_idle_bound_close_and_are_opened_again() {
+    let _turn = one_at_a_time().await;
+    for (bound, width, closed_after_first, opened) in [(8, 20, 12, 32), (0, 4, 4, 8)] {
+        let server = CountingServer::start(width).await;
+        let t = pooled_transport(PoolConfig::default().max_idle_per_origin(bound), 64);
+        burst(&t, &server.url, width).await;
+        server.until_closed(closed_after_first).await;
+        burst(&t, &server.url, width).await;
+        assert_eq!(t.client.connections_opened(), opened, "bound {bound}");
+        assert_eq!(server.accepted() as u64, opened, "bound {bound}");
+    }
+}
+
+/// A connection left idle past the idle timeout is closed by the client on its own, with no
+/// further request to its origin; the next request opens a new one.
+#[tokio::test]
+async fn an_idle_connection_closes_after_the_idle_timeout() {
+    let _turn = one_at_a_time().await;
+    let server = CountingServer::start(1).await;
+    let pool = PoolConfig::default().idle_timeout(std::time::Duration::from_millis(200));
+    let t = pooled_transport(pool, 4);
+    exchange_to_end(&t, &server.url).await;
+    server.until_closed(1).await;
+    exchange_to_end(&t, &server.url).await;
+    assert_eq!(t.client.connections_opened(), 2);
+    assert_eq!(server.accepted(), 2);
 }
 
 #[tokio::test]

@@ -12,7 +12,9 @@ use a2at_core::ExecutionResult;
 use a2at_core::host::MessageContent;
 use a2at_core::run::RunStart;
 use a2at_core::workflow::parse_and_validate;
-use a2at_driver::{ControlPointBuilder, EngineError, ProxyConfig, RequestHook, TlsConfig};
+use a2at_driver::{
+    ControlPointBuilder, EngineError, PoolConfig, ProxyConfig, RequestHook, TlsConfig,
+};
 use serde_json::json;
 
 use crate::ScriptedAgent;
@@ -293,17 +295,49 @@ pub fn a_dead_proxy_is_a_connect_failure_naming_it<T: TestRuntime>() {
     assert_eq!(server.total_requests(), 0);
 }
 
-pub fn proxy_settings_next_to_a_given_client_are_an_error<T: TestRuntime>() {
+pub fn client_settings_next_to_a_given_client_are_an_error<T: TestRuntime>() {
     let client =
         HttpClient::<T>::with_tls_and_proxy(&TlsConfig::default(), ProxyConfig::none()).unwrap();
     let e = Engine::<T>::builder(Vec::new())
-        .http_client(client)
+        .http_client(client.clone())
         .proxy(ProxyConfig::none())
         .build()
         .unwrap_err();
     assert!(matches!(e, EngineError::Config(_)), "{e:?}");
+    let e = Engine::<T>::builder(Vec::new())
+        .http_client(client)
+        .pool(PoolConfig::default())
+        .build()
+        .unwrap_err();
+    assert!(
+        matches!(e, EngineError::Config(m) if m.contains("with_tls_proxy_and_pool")),
+        "{e:?}"
+    );
     let e = ProxyConfig::new("socks5://127.0.0.1:1080").unwrap_err();
     assert!(matches!(e, EngineError::Proxy(_)), "{e:?}");
+}
+
+/// The engine's own client keeps as many idle connections per origin as the engine may have
+/// exchanges in flight, unless the builder is given a pool.
+pub fn the_engine_pool_follows_the_in_flight_bound_unless_given<T: TestRuntime>() {
+    let engine = Engine::<T>::builder(Vec::new())
+        .max_in_flight(7)
+        .proxy(ProxyConfig::none())
+        .build()
+        .unwrap();
+    let pool = engine.http_client().pool_config();
+    assert_eq!(pool.max_idle_per_origin, 7);
+    assert_eq!(pool.idle_timeout, PoolConfig::default().idle_timeout);
+    let given = PoolConfig::default()
+        .max_idle_per_origin(3)
+        .idle_timeout(std::time::Duration::from_secs(5));
+    let engine = Engine::<T>::builder(Vec::new())
+        .max_in_flight(7)
+        .proxy(ProxyConfig::none())
+        .pool(given)
+        .build()
+        .unwrap();
+    assert_eq!(engine.http_client().pool_config(), given);
 }
 
 /// A loopback port nothing listens on.
