@@ -1031,7 +1031,7 @@ pub(crate) async fn drive<R: Runtime, M: Machine>(
     mut tell: impl FnMut(M::Told) + Send,
 ) {
     let mut waiter = Waiter::<R>::new(close);
-    let (tx, mut rx) = mpsc::channel::<Input>(COMPLETION_QUEUE);
+    let (tx, mut rx) = crate::completions::channel::<Input>(COMPLETION_QUEUE);
     let mut ops: HashMap<OpId, AbortHandle> = HashMap::new();
     loop {
         while let Some(step) = machine.poll_output() {

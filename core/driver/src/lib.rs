@@ -125,6 +125,7 @@
 mod adapter;
 mod auth;
 mod cards;
+mod completions;
 mod config;
 mod discovery;
 #[cfg(test)]

@@ -22,6 +22,7 @@ use futures::future::{AbortHandle, Abortable};
 use futures::{FutureExt, SinkExt, StreamExt};
 use std::io::Write;
 
+use crate::completions;
 use crate::events::{ConversationClosed, ConversationHook, EventHook, EventSink, OnFinish};
 use crate::journal::{Journaling, Resumed};
 use crate::lifecycle::RunTicket;
@@ -208,7 +209,7 @@ impl<R: Runtime> Waiter<R> {
     pub(crate) async fn next(
         &mut self,
         deadline: Option<Timestamp>,
-        rx: &mut mpsc::Receiver<Input>,
+        rx: &mut completions::Receiver<Input>,
     ) -> (Timestamp, Option<Input>) {
         loop {
             let earlier = match (deadline, self.armed) {
@@ -234,7 +235,7 @@ impl<R: Runtime> Waiter<R> {
                         return Poll::Ready(Wake::Cancel);
                     }
                 }
-                if let Poll::Ready(Some(input)) = rx.poll_next_unpin(cx) {
+                if let Poll::Ready(Some(input)) = rx.poll_recv(cx) {
                     return Poll::Ready(Wake::Input(input));
                 }
                 if let Some(s) = self.sleep.as_mut() {
@@ -288,8 +289,8 @@ impl InFlight {
 
     /// The next input that needs no waiting: a ready host answer first, then a completion
     /// already queued.
-    fn next_at_hand(&mut self, rx: &mut mpsc::Receiver<Input>) -> Option<Input> {
-        self.answered.pop_front().or_else(|| rx.try_recv().ok())
+    fn next_at_hand(&mut self, rx: &mut completions::Receiver<Input>) -> Option<Input> {
+        self.answered.pop_front().or_else(|| rx.try_recv())
     }
 }
 
@@ -344,7 +345,7 @@ impl<R: Runtime, C: ControlPoint + 'static> Driver<R, C> {
             } = resumed;
             let mut reask = Some(reask);
             let mut waiter = Waiter::<R>::starting_at(cancel, offset);
-            let (tx, mut rx) = mpsc::channel::<Input>(COMPLETION_QUEUE);
+            let (tx, mut rx) = completions::channel::<Input>(COMPLETION_QUEUE);
             let mut in_flight = InFlight::default();
             let mut collected: Vec<EventEnvelope> = Vec::new();
             // Conversations already reported to the close hook, and finished tasks looked at.
@@ -496,7 +497,7 @@ impl<R: Runtime, C: ControlPoint + 'static> Driver<R, C> {
         run: &mut Run,
         spans: &mut RunSpans,
         in_flight: &mut InFlight,
-        tx: &mpsc::Sender<Input>,
+        tx: &completions::Sender<Input>,
     ) -> Option<Awaited> {
         while let Some(output) = run.poll_output() {
             Recorder::write(&mut self.recorder, |w| w.output(&output));
@@ -550,7 +551,7 @@ impl<R: Runtime, C: ControlPoint + 'static> Driver<R, C> {
         &self,
         spans: &mut RunSpans,
         in_flight: &mut InFlight,
-        tx: &mpsc::Sender<Input>,
+        tx: &completions::Sender<Input>,
         call: CallId,
         request: HostRequest,
     ) {
@@ -567,7 +568,7 @@ impl<R: Runtime, C: ControlPoint + 'static> Driver<R, C> {
                 .answered
                 .push_back(Input::HostReply { call, reply }),
             None => {
-                let mut tx = tx.clone();
+                let tx = tx.clone();
                 let task = async move {
                     let reply = answer.await;
                     let _ = tx.send(Input::HostReply { call, reply }).await;

@@ -7,11 +7,10 @@ use std::sync::Arc;
 use a2at_core::io::{HttpRequest, Input, TransportError, TransportErrorKind};
 use a2at_core::protolog::{self, Channel, LogConfig, LogContext};
 use async_lock::{Semaphore, SemaphoreGuardArc};
-use futures::SinkExt;
-use futures::channel::mpsc;
 use http_body_util::BodyExt;
 
 use crate::auth::Authenticator;
+use crate::completions;
 use crate::http::{HttpClient, build_request, describe, header_pairs, header_text, http_method};
 use crate::runtime::Runtime;
 use crate::telemetry;
@@ -139,7 +138,7 @@ impl<R: Runtime> Transport<R> {
     /// HTTP/2 when the request asks for it (gRPC). The engine's loops open the span
     /// themselves ([`Transport::exchange_in`]); the transport's own tests use this.
     #[cfg(test)]
-    pub(crate) async fn exchange(&self, req: HttpRequest, tx: mpsc::Sender<Input>) {
+    pub(crate) async fn exchange(&self, req: HttpRequest, tx: completions::Sender<Input>) {
         let span = telemetry::exchange_span(&req, None);
         self.exchange_in(req, tx, span, None).await;
     }
@@ -150,7 +149,7 @@ impl<R: Runtime> Transport<R> {
     pub(crate) async fn exchange_in(
         &self,
         req: HttpRequest,
-        tx: mpsc::Sender<Input>,
+        tx: completions::Sender<Input>,
         span: Span,
         binding: Option<Binding>,
     ) {
@@ -162,7 +161,7 @@ impl<R: Runtime> Transport<R> {
     async fn exchange_inner(
         &self,
         req: HttpRequest,
-        mut tx: mpsc::Sender<Input>,
+        tx: completions::Sender<Input>,
         span: &Span,
         binding: Option<Binding>,
     ) {

@@ -9,7 +9,6 @@ use a2at_core::OpId;
 use a2at_core::a2a::HttpMethod;
 use a2at_core::io::{HttpRequest, Input, OpPurpose, TransportErrorKind};
 use futures::StreamExt;
-use futures::channel::mpsc;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::oneshot;
@@ -99,7 +98,7 @@ async fn body_frames_are_delivered_as_they_arrive_with_auth_headers_added() {
     });
     let hook: AuthHook = Arc::new(|_| Ok(vec![("authorization".into(), "Bearer t".into())]));
     let t = transport(Some(hook));
-    let (tx, mut rx) = mpsc::channel(16);
+    let (tx, mut rx) = crate::completions::channel(16);
     let exchange = tokio::spawn(async move { t.exchange(request(url), tx).await });
     let Some(Input::ResponseHead {
         status: 200,
@@ -141,7 +140,7 @@ async fn body_frames_are_delivered_as_they_arrive_with_auth_headers_added() {
 async fn an_auth_hook_failure_and_a_refused_connection_are_typed() {
     let _turn = one_at_a_time().await;
     let hook: AuthHook = Arc::new(|_| Err("no credentials for a".into()));
-    let (tx, mut rx) = mpsc::channel(4);
+    let (tx, mut rx) = crate::completions::channel(4);
     transport(Some(hook))
         .exchange(request("http://127.0.0.1:9/x".into()), tx)
         .await;
@@ -155,7 +154,7 @@ async fn an_auth_hook_failure_and_a_refused_connection_are_typed() {
         .local_addr()
         .unwrap()
         .port();
-    let (tx, mut rx) = mpsc::channel(4);
+    let (tx, mut rx) = crate::completions::channel(4);
     let t = transport(None);
     t.exchange(request(format!("http://127.0.0.1:{port}/x")), tx)
         .await;
@@ -200,7 +199,7 @@ async fn logged_exchange(url: String, max_body_chars: usize) -> String {
     let _guard = tracing::subscriber::set_default(a2at_tests::capture::log_subscriber(&sink));
     let mut t = transport(None);
     t.log.max_body_chars = max_body_chars;
-    let (tx, mut rx) = mpsc::channel(64);
+    let (tx, mut rx) = crate::completions::channel(64);
     t.exchange(request(url), tx).await;
     while let Some(input) = rx.next().await {
         if matches!(
@@ -280,7 +279,7 @@ async fn aborting_an_exchange_drops_its_connection() {
         s.read(&mut rest).await.unwrap_or(0)
     });
     let t = transport(None);
-    let (tx, mut rx) = mpsc::channel(16);
+    let (tx, mut rx) = crate::completions::channel(16);
     let exchange = tokio::spawn(async move { t.exchange(request(url), tx).await });
     assert!(matches!(rx.next().await, Some(Input::ResponseHead { .. })));
     assert!(matches!(rx.next().await, Some(Input::ResponseBody { .. })));
@@ -378,7 +377,7 @@ fn pooled_transport(pool: PoolConfig, slots: usize) -> Transport<TestTokio> {
 
 /// One exchange to `url`, read to its end.
 async fn exchange_to_end(t: &Transport<TestTokio>, url: &str) {
-    let (tx, rx) = mpsc::channel(16);
+    let (tx, rx) = crate::completions::channel(16);
     t.exchange(request(url.to_owned()), tx).await;
     let inputs: Vec<Input> = rx.collect().await;
     assert!(
@@ -465,7 +464,7 @@ async fn https_is_tls_and_a_broken_handshake_is_a_tls_failure() {
         assert_eq!(hello[0], 0x16);
         let _ = s.write_all(b"HTTP/1.1 400 Bad Request\r\n\r\n").await;
     });
-    let (tx, mut rx) = mpsc::channel(4);
+    let (tx, mut rx) = crate::completions::channel(4);
     transport(None).exchange(request(url), tx).await;
     let Some(Input::TransportFailed { error, .. }) = rx.next().await else {
         panic!("failure expected");

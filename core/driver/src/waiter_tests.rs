@@ -4,8 +4,7 @@ use std::time::Duration;
 
 use a2at_core::io::Input;
 use a2at_core::{OpId, Timestamp};
-use futures::SinkExt;
-use futures::channel::{mpsc, oneshot};
+use futures::channel::oneshot;
 
 use crate::run_loop::Waiter;
 use crate::test_runtime::{TestTokio, timers_armed};
@@ -21,18 +20,18 @@ fn input() -> Input {
 /// A waiter, the sender of its inputs and the cancel sender (kept so nothing cancels).
 fn waiter() -> (
     Waiter<TestTokio>,
-    mpsc::Sender<Input>,
-    mpsc::Receiver<Input>,
+    crate::completions::Sender<Input>,
+    crate::completions::Receiver<Input>,
     oneshot::Sender<()>,
 ) {
     let (cancel_tx, cancel_rx) = oneshot::channel();
-    let (tx, rx) = mpsc::channel(8);
+    let (tx, rx) = crate::completions::channel(8);
     (Waiter::new(cancel_rx), tx, rx, cancel_tx)
 }
 
 #[tokio::test(start_paused = true)]
 async fn a_later_deadline_keeps_the_timer_already_armed() {
-    let (mut w, mut tx, mut rx, _cancel) = waiter();
+    let (mut w, tx, mut rx, _cancel) = waiter();
     for step in 1..=5u64 {
         tx.send(input()).await.unwrap();
         let (_, got) = w.next(at_ms(60_000 * step), &mut rx).await;
@@ -43,7 +42,7 @@ async fn a_later_deadline_keeps_the_timer_already_armed() {
 
 #[tokio::test(start_paused = true)]
 async fn an_earlier_deadline_arms_a_new_timer() {
-    let (mut w, mut tx, mut rx, _cancel) = waiter();
+    let (mut w, tx, mut rx, _cancel) = waiter();
     tx.send(input()).await.unwrap();
     w.next(at_ms(60_000), &mut rx).await;
     let (now, got) = w.next(at_ms(10), &mut rx).await;
@@ -54,7 +53,7 @@ async fn an_earlier_deadline_arms_a_new_timer() {
 
 #[tokio::test(start_paused = true)]
 async fn a_timer_left_from_an_earlier_deadline_reports_nothing_before_the_current_one() {
-    let (mut w, mut tx, mut rx, _cancel) = waiter();
+    let (mut w, tx, mut rx, _cancel) = waiter();
     tx.send(input()).await.unwrap();
     w.next(at_ms(10), &mut rx).await;
     // The deadline moved to 50 ms: the timer armed for 10 ms fires first and is not a timeout.
@@ -68,10 +67,10 @@ async fn a_timer_left_from_an_earlier_deadline_reports_nothing_before_the_curren
 
 #[tokio::test(start_paused = true)]
 async fn no_deadline_means_no_timeout_even_with_a_timer_armed() {
-    let (mut w, mut tx, mut rx, _cancel) = waiter();
+    let (mut w, tx, mut rx, _cancel) = waiter();
     tx.send(input()).await.unwrap();
     w.next(at_ms(10), &mut rx).await;
-    let mut late = tx.clone();
+    let late = tx.clone();
     tokio::spawn(async move {
         tokio::time::sleep(Duration::from_millis(100)).await;
         late.send(input()).await.unwrap();
