@@ -14,7 +14,9 @@
 
 use std::hint::black_box;
 
+use a2at_core::Run;
 use a2at_core::event::EventSelection;
+use a2at_core::trace::{RecordedInput, TraceLine, parse_trace};
 use a2at_core::workflow::{ValidatedWorkflow, parse_and_validate};
 use a2at_tests::workloads::{chain, quiet_sim, random_dag};
 use a2at_tests::{ScriptedAgent, ScriptedHost};
@@ -24,6 +26,7 @@ const WORKLOADS: &[&str] = &[
     "parse_validate_dag",
     "dag_all_events",
     "dag_all_events_read",
+    "dag_all_events_replayed",
     "dag_no_events",
     "chain_all_events",
     "chain_all_events_read",
@@ -63,6 +66,48 @@ fn run_reading(wf: ValidatedWorkflow, events: EventSelection, read: bool) {
     assert!(out.result().success, "{:?}", out.result().error);
 }
 
+/// The core alone: a simulated run of `wf` with every event is recorded first (not measured);
+/// its inputs and timeouts are then fed to a fresh run, draining and dropping the outputs after
+/// each, as the simulator does. Only that second run is measured: no scripted agent encodes
+/// an answer inside it.
+fn replayed(wf: ValidatedWorkflow) {
+    let out = quiet_sim(
+        wf,
+        ScriptedAgent::new("agent"),
+        ScriptedHost::default(),
+        EventSelection::All,
+    )
+    .record()
+    .drive();
+    let trace = parse_trace(out.trace.as_deref().expect("recorded")).expect("a valid trace");
+    // Output lines are left out here: dropping them inside the region would be counted.
+    let lines: Vec<TraceLine> = trace
+        .lines
+        .iter()
+        .map(|(_, l)| l.clone())
+        .filter(|l| !matches!(l, TraceLine::Output(_)))
+        .collect();
+    let run = trace.new_run();
+    let run = callgrind_measured_region(move || {
+        let mut run = run;
+        let drain = |run: &mut Run| while run.poll_output().is_some() {};
+        drain(&mut run);
+        for line in lines {
+            match line {
+                TraceLine::Input {
+                    t,
+                    input: RecordedInput::Input(input),
+                } => run.handle(input, t).expect("a recorded input"),
+                TraceLine::Timeout { t } => run.handle_timeout(t).expect("a recorded timeout"),
+                other => panic!("not a replayable line: {other:?}"),
+            }
+            drain(&mut run);
+        }
+        run
+    });
+    assert!(run.result().is_some_and(|r| r.success));
+}
+
 fn workload(name: &str, steps: usize) {
     match name {
         "parse_validate_dag" => {
@@ -79,6 +124,7 @@ fn workload(name: &str, steps: usize) {
             EventSelection::All,
             true,
         ),
+        "dag_all_events_replayed" => replayed(validated(&random_dag(steps, 42).to_string())),
         "dag_no_events" => run(
             validated(&random_dag(steps, 42).to_string()),
             EventSelection::None,
