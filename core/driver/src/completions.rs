@@ -1,5 +1,6 @@
 //! The queue that carries completions (response parts, failures, host answers) from the tasks
-//! doing the work to the loop feeding them to the core: many senders, one receiver, bounded.
+//! doing the work to the loop feeding them to the core, and a run's events and progress
+//! requests to and from its handle: many senders, one receiver, bounded.
 //!
 //! `futures`' bounded channel allocates a node for every item and a parking slot for every
 //! sender clone: four allocations per request, where an exchange clones a sender and sends a
@@ -13,6 +14,10 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use std::task::{Context, Poll, Waker};
 
 use futures::Stream;
+
+/// A buffer that grew past this many items is given back once the receiver has emptied it: a
+/// burst (a consumer that fell behind on events) does not keep its memory for the run's life.
+const KEEP_AT_MOST: usize = 64;
 
 /// A new queue holding at most `bound` items (at least one); a sender finding it full waits.
 pub(crate) fn channel<T>(bound: usize) -> (Sender<T>, Receiver<T>) {
@@ -97,7 +102,29 @@ impl<T> Drop for Sender<T> {
     }
 }
 
+impl<T> std::fmt::Debug for Sender<T> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Sender").finish_non_exhaustive()
+    }
+}
+
 impl<T> Sender<T> {
+    /// Queues `item` if there is room now; gives it back when the queue is full or the
+    /// receiver is gone.
+    pub(crate) fn try_send(&self, item: T) -> Result<(), T> {
+        let mut state = self.shared.state();
+        if !state.receiving || state.items.len() >= state.bound {
+            return Err(item);
+        }
+        state.items.push_back(item);
+        let receiver = state.receiver.take();
+        drop(state);
+        if let Some(w) = receiver {
+            w.wake();
+        }
+        Ok(())
+    }
+
     /// Queues `item`, waiting while the queue is full. Gives the item back when the receiver
     /// is gone.
     pub(crate) async fn send(&self, item: T) -> Result<(), T> {
@@ -137,11 +164,17 @@ pub(crate) struct Receiver<T> {
     shared: Arc<Shared<T>>,
 }
 
+impl<T> std::fmt::Debug for Receiver<T> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Receiver").finish_non_exhaustive()
+    }
+}
+
 impl<T> Receiver<T> {
     /// The next queued item, without waiting.
     pub(crate) fn try_recv(&mut self) -> Option<T> {
         let mut state = self.shared.state();
-        let item = state.items.pop_front()?;
+        let item = pop(&mut state)?;
         let blocked = take_blocked(&mut state);
         drop(state);
         blocked.into_iter().for_each(Waker::wake);
@@ -151,7 +184,7 @@ impl<T> Receiver<T> {
     /// The next queued item; `None` once every sender is gone and nothing is left.
     pub(crate) fn poll_recv(&mut self, cx: &mut Context<'_>) -> Poll<Option<T>> {
         let mut state = self.shared.state();
-        match state.items.pop_front() {
+        match pop(&mut state) {
             Some(item) => {
                 let blocked = take_blocked(&mut state);
                 drop(state);
@@ -165,6 +198,15 @@ impl<T> Receiver<T> {
             }
         }
     }
+}
+
+/// The oldest item; a large buffer left empty is given back.
+fn pop<T>(state: &mut State<T>) -> Option<T> {
+    let item = state.items.pop_front()?;
+    if state.items.is_empty() && state.items.capacity() > KEEP_AT_MOST {
+        state.items = VecDeque::new();
+    }
+    Some(item)
 }
 
 /// The senders waiting for room, when one was just made; taking an empty list allocates
@@ -282,6 +324,42 @@ mod tests {
         let mut cx = Context::from_waker(&waker);
         assert!(Box::pin(tx.send(2)).as_mut().poll(&mut cx).is_pending());
         assert_eq!(rx.try_recv(), Some(1));
+    }
+
+    #[test]
+    fn try_send_queues_while_there_is_room_and_a_receiver() {
+        let (tx, mut rx) = channel(2);
+        assert_eq!(tx.try_send(1), Ok(()));
+        assert_eq!(tx.try_send(2), Ok(()));
+        assert_eq!(tx.try_send(3), Err(3));
+        assert_eq!(rx.try_recv(), Some(1));
+        assert_eq!(tx.try_send(4), Ok(()));
+        drop(rx);
+        assert_eq!(tx.try_send(5), Err(5));
+    }
+
+    #[test]
+    fn a_buffer_grown_by_a_burst_is_given_back_once_emptied() {
+        let (tx, mut rx) = channel(1024);
+        let capacity = |rx: &Receiver<usize>| rx.shared.state().items.capacity();
+        for n in 0..4 {
+            tx.try_send(n).unwrap();
+        }
+        while rx.try_recv().is_some() {}
+        let small = capacity(&rx);
+        assert!(small >= 4, "{small}");
+        for n in 0..KEEP_AT_MOST + 1 {
+            tx.try_send(n).unwrap();
+        }
+        assert!(capacity(&rx) > KEEP_AT_MOST);
+        while rx.try_recv().is_some() {}
+        assert_eq!(capacity(&rx), 0);
+        // A small buffer is kept for the next items.
+        tx.try_send(1).unwrap();
+        tx.try_send(2).unwrap();
+        rx.try_recv().unwrap();
+        rx.try_recv().unwrap();
+        assert!(capacity(&rx) >= 2);
     }
 
     /// A waker counting its wakes.

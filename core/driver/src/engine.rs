@@ -21,11 +21,12 @@ use a2at_core::run::{ConfigError, Run, RunConfig, RunStart};
 use a2at_core::tracectx::{TraceContextError, TraceParent};
 use a2at_core::workflow::ValidatedWorkflow;
 use futures::FutureExt;
-use futures::channel::{mpsc, oneshot};
+use futures::channel::oneshot;
 use tracing::Instrument;
 
 use crate::auth::Authenticator;
 use crate::cards::{CARD_UNUSABLE, CardError, CardSet, LiveCards};
+use crate::completions;
 use crate::config::{
     DEFAULT_LOGIN_TIMEOUT, EnvFile, EnvLookup, LogOverrides, SeedSource, protocol_log_config,
 };
@@ -1079,8 +1080,8 @@ impl<R: Runtime, C: ControlPoint + 'static> RunBuilder<R, C> {
                 },
             );
         };
-        let (events_tx, events_rx) = mpsc::channel(self.engine.inner.config.event_queue);
-        let (progress_tx, progress_rx) = mpsc::unbounded();
+        let (events_tx, events_rx) = completions::channel(self.engine.inner.config.event_queue);
+        let (progress_tx, progress_rx) = completions::channel(usize::MAX);
         let (cancel_tx, cancel_rx) = oneshot::channel();
         let (result_tx, result_rx) = oneshot::channel();
         tracing::info!(%execution_id, seed, "run started");
@@ -1092,7 +1093,7 @@ impl<R: Runtime, C: ControlPoint + 'static> RunBuilder<R, C> {
             events_tx,
             events_open: true,
             map_events: self.map_events,
-            progress_rx: futures::StreamExt::boxed(progress_rx),
+            progress_rx: Some(progress_rx),
             recorder,
             ticket: Some(ticket),
             on_conversation_closed: self.engine.inner.on_conversation_closed.clone(),
@@ -1141,8 +1142,8 @@ fn refused(execution_id: String, seed: u64, error: a2at_core::result::RunError) 
     crate::metrics::run_refused();
     let (cancel_tx, _) = oneshot::channel();
     let (result_tx, result_rx) = oneshot::channel();
-    let (_, events_rx) = mpsc::channel(1);
-    let (progress, _) = mpsc::unbounded();
+    let (_, events_rx) = completions::channel(1);
+    let (progress, _) = completions::channel(1);
     let _ = result_tx.send(ExecutionResult {
         execution_id: execution_id.clone(),
         success: false,

@@ -5,10 +5,11 @@ use std::pin::Pin;
 use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll};
 
+use crate::completions;
 use a2at_core::driver_support::EventEnvelope;
 use a2at_core::result::{ExecutionResult, RunError};
 use a2at_core::run::RunProgress;
-use futures::channel::{mpsc, oneshot};
+use futures::channel::oneshot;
 use futures::future::BoxFuture;
 use futures::{Stream, StreamExt};
 
@@ -66,12 +67,12 @@ pub type ConversationHook = Arc<dyn Fn(&ConversationClosed) + Send + Sync>;
 pub struct RunHandle {
     pub(crate) execution_id: String,
     pub(crate) seed: u64,
-    pub(crate) events: Option<mpsc::Receiver<EventEnvelope>>,
+    pub(crate) events: Option<completions::Receiver<EventEnvelope>>,
     pub(crate) result: oneshot::Receiver<ExecutionResult>,
     /// Sending or dropping it cancels the run.
     pub(crate) cancel: Mutex<Option<oneshot::Sender<()>>>,
     /// Asks the driver for a progress snapshot.
-    pub(crate) progress: mpsc::UnboundedSender<oneshot::Sender<RunProgress>>,
+    pub(crate) progress: completions::Sender<oneshot::Sender<RunProgress>>,
 }
 
 impl RunHandle {
@@ -108,7 +109,7 @@ impl RunHandle {
     /// [`RunHandle::result`]).
     pub async fn progress(&self) -> Option<RunProgress> {
         let (tx, rx) = oneshot::channel();
-        self.progress.unbounded_send(tx).ok()?;
+        self.progress.try_send(tx).ok()?;
         rx.await.ok()
     }
 
@@ -153,7 +154,7 @@ impl RunHandle {
 /// The events of one run as a [`Stream`]; it ends after `close`.
 #[derive(Debug)]
 pub struct EventStream {
-    rx: Option<mpsc::Receiver<EventEnvelope>>,
+    rx: Option<completions::Receiver<EventEnvelope>>,
 }
 
 impl Stream for EventStream {
@@ -161,7 +162,7 @@ impl Stream for EventStream {
 
     fn poll_next(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<EventEnvelope>> {
         match &mut self.rx {
-            Some(rx) => rx.poll_next_unpin(cx),
+            Some(rx) => rx.poll_recv(cx),
             None => Poll::Ready(None),
         }
     }

@@ -48,9 +48,10 @@ use a2at_core::run::{Run, RunConfig, RunStart};
 use a2at_core::trace::{RecordedInput, TraceHeader, TraceLine, TraceWriter, parse_trace};
 use a2at_core::workflow::ValidatedWorkflow;
 use a2at_core::{CallId, OpId, Timestamp};
-use futures::channel::{mpsc, oneshot};
+use futures::channel::oneshot;
 use tracing::Instrument;
 
+use crate::completions;
 use crate::engine::Engine;
 use crate::events::RunHandle;
 use crate::run_loop::{Cancel, Driver};
@@ -523,8 +524,8 @@ pub(crate) async fn resume<R: Runtime, C: ControlPoint + 'static>(
     } = rebuild::<R>(store, run_id).await?;
     let execution_id = run.execution_id().to_owned();
     let trace_id = run.trace_id();
-    let (events_tx, events_rx) = mpsc::channel(engine.config().event_queue);
-    let (progress_tx, progress_rx) = mpsc::unbounded();
+    let (events_tx, events_rx) = completions::channel(engine.config().event_queue);
+    let (progress_tx, progress_rx) = completions::channel(usize::MAX);
     let (cancel_tx, cancel_rx) = oneshot::channel();
     let (result_tx, result_rx) = oneshot::channel();
     let handle = RunHandle {
@@ -554,7 +555,7 @@ pub(crate) async fn resume<R: Runtime, C: ControlPoint + 'static>(
         events_tx,
         events_open: true,
         map_events: None,
-        progress_rx: futures::StreamExt::boxed(progress_rx),
+        progress_rx: Some(progress_rx),
         recorder: None,
         ticket: Some(ticket),
         on_conversation_closed: engine.conversation_hook(),

@@ -17,9 +17,9 @@ use a2at_core::run::{RunConfig, RunProgress, RunStart};
 use a2at_core::trace::{TraceHeader, TraceWriter};
 use a2at_core::workflow::ValidatedWorkflow;
 use a2at_core::{CallId, OpId, Run, Timestamp};
-use futures::channel::{mpsc, oneshot};
+use futures::FutureExt;
+use futures::channel::oneshot;
 use futures::future::{AbortHandle, Abortable};
-use futures::{FutureExt, SinkExt, StreamExt};
 use std::io::Write;
 
 use crate::completions;
@@ -46,13 +46,14 @@ pub(crate) struct Driver<R, C> {
     pub(crate) on_finish: Option<OnFinish>,
     pub(crate) sink: Option<EventSink>,
     /// The bounded event queue: a full queue pauses the run until the consumer reads.
-    pub(crate) events_tx: mpsc::Sender<EventEnvelope>,
+    pub(crate) events_tx: completions::Sender<EventEnvelope>,
     /// Whether the consumer still holds the event stream.
     pub(crate) events_open: bool,
     /// The host's event hook.
     pub(crate) map_events: Option<EventHook>,
     /// Progress requests from the run's handle.
-    pub(crate) progress_rx: futures::stream::BoxStream<'static, oneshot::Sender<RunProgress>>,
+    /// Progress requests from the run's handles; `None` once every handle is gone.
+    pub(crate) progress_rx: Option<completions::Receiver<oneshot::Sender<RunProgress>>>,
     pub(crate) recorder: Option<Recorder>,
     /// The run's place in the engine's registry (counters for the close report).
     pub(crate) ticket: Option<RunTicket>,
@@ -112,22 +113,25 @@ impl Recorder {
 /// Resolves when any of its receivers resolves (sent or dropped): the host's cancel and the
 /// engine's close both cancel a run.
 pub(crate) struct Cancel {
-    receivers: Vec<oneshot::Receiver<()>>,
+    first: oneshot::Receiver<()>,
+    second: Option<oneshot::Receiver<()>>,
 }
 
 impl Cancel {
     /// Cancelled by either receiver.
     pub(crate) fn either(a: oneshot::Receiver<()>, b: Option<oneshot::Receiver<()>>) -> Cancel {
         Cancel {
-            receivers: std::iter::once(a).chain(b).collect(),
+            first: a,
+            second: b,
         }
     }
 
     fn poll(&mut self, cx: &mut std::task::Context<'_>) -> Poll<()> {
-        if self
-            .receivers
-            .iter_mut()
-            .any(|rx| rx.poll_unpin(cx).is_ready())
+        if self.first.poll_unpin(cx).is_ready()
+            || self
+                .second
+                .as_mut()
+                .is_some_and(|rx| rx.poll_unpin(cx).is_ready())
         {
             Poll::Ready(())
         } else {
@@ -437,7 +441,7 @@ impl<R: Runtime, C: ControlPoint + 'static> Driver<R, C> {
                     // requests never seen, so the loop still yields once and looks at both. A
                     // cancel goes first; the answer is fed right after it.
                     crate::runtime::yield_now().await;
-                    if let Some(asked) = self.progress_rx.next().now_or_never() {
+                    if let Some(asked) = self.next_progress_request().now_or_never() {
                         self.answer_progress(asked, &run);
                     }
                     let input = if waiter.cancelled_now() {
@@ -451,10 +455,14 @@ impl<R: Runtime, C: ControlPoint + 'static> Driver<R, C> {
                     let deadline = run.poll_timeout();
                     let next = waiter.next(deadline, &mut rx);
                     futures::pin_mut!(next);
-                    let asked = self.progress_rx.next();
-                    match futures::future::select(next, asked).await {
-                        futures::future::Either::Left((woke, _)) => Some(woke),
-                        futures::future::Either::Right((asked, _)) => {
+                    let asked = self.next_progress_request();
+                    let woke = match futures::future::select(next, asked).await {
+                        futures::future::Either::Left((woke, _)) => Ok(woke),
+                        futures::future::Either::Right((asked, _)) => Err(asked),
+                    };
+                    match woke {
+                        Ok(woke) => Some(woke),
+                        Err(asked) => {
                             self.answer_progress(asked, &run);
                             None
                         }
@@ -606,8 +614,19 @@ impl<R: Runtime, C: ControlPoint + 'static> Driver<R, C> {
             Some(reply) => {
                 let _ = reply.send(run.progress());
             }
-            None => self.progress_rx = futures::stream::pending().boxed(),
+            None => self.progress_rx = None,
         }
+    }
+
+    /// The next progress request; `None` when every handle is gone. Never resolves once that
+    /// was seen.
+    fn next_progress_request(
+        &mut self,
+    ) -> impl std::future::Future<Output = Option<oneshot::Sender<RunProgress>>> + '_ {
+        std::future::poll_fn(|cx| match &mut self.progress_rx {
+            Some(rx) => rx.poll_recv(cx),
+            None => Poll::Pending,
+        })
     }
 
     /// Fires the core's timeout when it is due: expiry is decided by the clock, not by which
