@@ -418,18 +418,23 @@ pub(crate) fn origin_of(request: &http::Request<Full<Bytes>>) -> Result<Origin, 
 fn origin_form(request: &mut http::Request<Full<Bytes>>) -> Result<Origin, Failure> {
     let bad = |m: String| (TransportErrorKind::Other, m);
     let origin = origin_of(request)?;
-    let uri = request.uri().clone();
-    if let Some(authority) = uri.authority() {
+    // Taken apart, not printed and parsed again: the path moves into the new URI uncopied.
+    let absolute = std::mem::take(request.uri_mut()).into_parts();
+    if let Some(authority) = &absolute.authority {
         if !request.headers().contains_key(http::header::HOST) {
             let value = http::HeaderValue::from_str(authority.as_str())
                 .map_err(|e| bad(format!("invalid host: {e}")))?;
             request.headers_mut().insert(http::header::HOST, value);
         }
     }
-    let path = uri.path_and_query().map_or("/", |p| p.as_str());
-    *request.uri_mut() = path
-        .parse()
-        .map_err(|e| bad(format!("invalid path: {e}")))?;
+    let mut relative = http::uri::Parts::default();
+    relative.path_and_query = Some(
+        absolute
+            .path_and_query
+            .unwrap_or_else(|| http::uri::PathAndQuery::from_static("/")),
+    );
+    *request.uri_mut() =
+        http::Uri::from_parts(relative).map_err(|e| bad(format!("invalid path: {e}")))?;
     Ok(origin)
 }
 

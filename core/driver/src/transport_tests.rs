@@ -523,6 +523,40 @@ fn the_logged_request_follows_the_request_hook() {
     assert_eq!(logged.url, "http://gw.example/rpc?api_key=K&tenant=t");
 }
 
+/// An absolute URL goes out in origin form: its path and query on the request line, its
+/// authority in `Host`; a URL without a path asks for `/`.
+#[tokio::test]
+async fn the_request_line_carries_the_path_and_query_and_host_the_authority() {
+    let _turn = one_at_a_time().await;
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let authority = listener.local_addr().unwrap().to_string();
+    let server = tokio::spawn(async move {
+        let mut heads = Vec::new();
+        for _ in 0..2 {
+            let (mut s, _) = listener.accept().await.unwrap();
+            heads.push(read_request(&mut s).await);
+            let response = "HTTP/1.1 200 OK\r\nconnection: close\r\ncontent-length: 2\r\n\r\n{}";
+            s.write_all(response.as_bytes()).await.unwrap();
+        }
+        heads
+    });
+    let t = transport(None);
+    exchange_to_end(&t, &format!("http://{authority}/rpc/v1?tenant=a%20b&x=1")).await;
+    exchange_to_end(&t, &format!("http://{authority}")).await;
+    let heads = server.await.unwrap();
+    let line = |head: &str| head.lines().next().unwrap_or_default().to_owned();
+    assert_eq!(line(&heads[0]), "POST /rpc/v1?tenant=a%20b&x=1 HTTP/1.1");
+    assert_eq!(line(&heads[1]), "POST / HTTP/1.1");
+    for head in &heads {
+        let host = head.lines().find_map(|l| {
+            l.to_ascii_lowercase()
+                .strip_prefix("host: ")
+                .map(str::to_owned)
+        });
+        assert_eq!(host.as_deref(), Some(authority.as_str()), "{head}");
+    }
+}
+
 #[test]
 fn request_headers_reach_the_wire_by_name_and_value_whatever_their_case() {
     let headers: Vec<(String, String)> = [
