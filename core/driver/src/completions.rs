@@ -181,6 +181,14 @@ impl<T> Receiver<T> {
         Some(item)
     }
 
+    /// Gives the buffer's memory back if nothing is queued (a receiver about to wait long).
+    pub(crate) fn release_buffer(&mut self) {
+        let mut state = self.shared.state();
+        if state.items.is_empty() {
+            state.items = VecDeque::new();
+        }
+    }
+
     /// The next queued item; `None` once every sender is gone and nothing is left.
     pub(crate) fn poll_recv(&mut self, cx: &mut Context<'_>) -> Poll<Option<T>> {
         let mut state = self.shared.state();
@@ -354,12 +362,21 @@ mod tests {
         assert!(capacity(&rx) > KEEP_AT_MOST);
         while rx.try_recv().is_some() {}
         assert_eq!(capacity(&rx), 0);
-        // A small buffer is kept for the next items.
+        // A small buffer is kept for the next items, unless the receiver gives it back.
         tx.try_send(1).unwrap();
         tx.try_send(2).unwrap();
         rx.try_recv().unwrap();
-        rx.try_recv().unwrap();
+        tx.try_send(3).unwrap();
+        rx.release_buffer();
+        assert!(
+            capacity(&rx) >= 2,
+            "nothing is released while an item waits"
+        );
+        assert_eq!(rx.try_recv(), Some(2));
+        assert_eq!(rx.try_recv(), Some(3));
         assert!(capacity(&rx) >= 2);
+        rx.release_buffer();
+        assert_eq!(capacity(&rx), 0);
     }
 
     /// A waker counting its wakes.

@@ -434,6 +434,7 @@ impl<R: Runtime, C: ControlPoint + 'static> Driver<R, C> {
                     && in_flight.answered.is_empty()
                 {
                     in_flight = InFlight::default();
+                    rx.release_buffer();
                 }
                 let woke = if let Some(answer) = in_flight.answered.pop_front() {
                     // A host answer is at hand: no wait. But a host that always answers at once
