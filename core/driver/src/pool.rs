@@ -125,17 +125,23 @@ impl<R: Runtime> IdlePool<R> {
     /// many as it may (the connection then closes). The first connection kept starts the task
     /// that closes the expired ones.
     pub(crate) fn put(self: &Arc<Self>, origin: Origin, sender: Sender) {
+        if self.config.max_idle_per_origin == 0 || self.config.idle_timeout.is_zero() {
+            return;
+        }
         let now = R::now();
         let mut lists = self.lists();
         let list = lists.by_origin.entry(origin).or_default();
         let stale = list.partition_point(|idle| self.expired(idle, now));
         list.drain(..stale);
-        if list.len() >= self.config.max_idle_per_origin || self.config.idle_timeout.is_zero() {
+        if list.len() >= self.config.max_idle_per_origin {
             return;
         }
         list.push(Idle { sender, since: now });
-        if !lists.sweeping {
-            lists.sweeping = true;
+        let start_sweeping = !lists.sweeping;
+        lists.sweeping = true;
+        drop(lists);
+        // Spawned once the lock is released: a runtime may run code of its own in spawn.
+        if start_sweeping {
             R::spawn(sweep(Arc::downgrade(self), self.config.idle_timeout));
         }
     }
