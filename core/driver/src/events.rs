@@ -5,13 +5,14 @@ use std::pin::Pin;
 use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll};
 
-use crate::completions;
 use a2at_core::driver_support::EventEnvelope;
 use a2at_core::result::{ExecutionResult, RunError};
 use a2at_core::run::RunProgress;
 use futures::channel::oneshot;
 use futures::future::BoxFuture;
 use futures::{Stream, StreamExt};
+
+use crate::completions;
 
 /// A synchronous observer of every event. Its panics are caught and ignored: events never affect
 /// execution (EV catalogue). It may be called from any thread.

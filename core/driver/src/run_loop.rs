@@ -51,7 +51,6 @@ pub(crate) struct Driver<R, C> {
     pub(crate) events_open: bool,
     /// The host's event hook.
     pub(crate) map_events: Option<EventHook>,
-    /// Progress requests from the run's handle.
     /// Progress requests from the run's handles; `None` once every handle is gone.
     pub(crate) progress_rx: Option<completions::Receiver<oneshot::Sender<RunProgress>>>,
     pub(crate) recorder: Option<Recorder>,
