@@ -89,6 +89,15 @@ pub(crate) fn field_value<'f, N: AsRef<str>, V: AsRef<str>>(
         .map(|(_, v)| v.as_ref())
 }
 
+/// The media type of a `Content-Type` value: the part before any parameter, trimmed, in the
+/// case it was sent in (media types compare without case).
+pub(crate) fn media_type(content_type: &str) -> &str {
+    content_type
+        .split_once(';')
+        .map_or(content_type, |(media, _)| media)
+        .trim()
+}
+
 /// A transport-level failure reported by the driver.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct TransportError {

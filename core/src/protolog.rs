@@ -26,7 +26,7 @@
 //! never wire metadata.
 
 use crate::auth::LoginRequest;
-use crate::io::{Correlation, HttpRequest, OpPurpose, field_value};
+use crate::io::{Correlation, HttpRequest, OpPurpose, field_value, media_type};
 use crate::redact::{is_ws, redact_json_with, string_end};
 use crate::urlenc::is_form_content_type;
 use std::fmt::Write as _;
@@ -133,12 +133,8 @@ impl LogConfig {
 // Bodies
 // ------------------------------------------------------------------------------------------
 
-fn media_type(content_type: Option<&str>) -> String {
-    content_type
-        .and_then(|c| c.split(';').next())
-        .unwrap_or("")
-        .trim()
-        .to_ascii_lowercase()
+fn lower_media_type(content_type: Option<&str>) -> String {
+    content_type.map_or("", media_type).to_ascii_lowercase()
 }
 
 fn is_binary_type(mt: &str) -> bool {
@@ -258,7 +254,7 @@ pub fn render_body(content_type: Option<&str>, body: &[u8], cfg: &LogConfig) -> 
     if body.is_empty() {
         return "(empty)".to_owned();
     }
-    let mt = media_type(content_type);
+    let mt = lower_media_type(content_type);
     let text = match std::str::from_utf8(body) {
         Ok(t) if !is_binary_type(&mt) && !t.contains('\0') => t,
         _ => return format!("binary body omitted ({} bytes)", body.len()),
@@ -774,11 +770,9 @@ impl ResponseBodyLog {
 
     // Outside `new`, which cargo-mutants does not mutate.
     fn build(ctx: LogContext, content_type: Option<String>, cfg: LogConfig) -> ResponseBodyLog {
-        let sse = content_type.as_deref().is_some_and(|c| {
-            c.split(';')
-                .next()
-                .is_some_and(|m| m.trim().eq_ignore_ascii_case("text/event-stream"))
-        });
+        let sse = content_type
+            .as_deref()
+            .is_some_and(|c| media_type(c).eq_ignore_ascii_case("text/event-stream"));
         ResponseBodyLog {
             ctx,
             content_type,

@@ -2,10 +2,7 @@
 
 /// Whether `content_type` is `application/x-www-form-urlencoded` (parameters ignored).
 pub fn is_form_content_type(content_type: &str) -> bool {
-    content_type.split(';').next().is_some_and(|m| {
-        m.trim()
-            .eq_ignore_ascii_case("application/x-www-form-urlencoded")
-    })
+    crate::io::media_type(content_type).eq_ignore_ascii_case("application/x-www-form-urlencoded")
 }
 
 /// Appends URL-encoded query parameters to `url`, before any `#fragment`.

@@ -722,7 +722,7 @@ enum MediaType {
 
 impl MediaType {
     fn of(content_type: &str) -> Self {
-        let media = content_type.split(';').next().unwrap_or("").trim();
+        let media = crate::io::media_type(content_type);
         if media.eq_ignore_ascii_case("text/event-stream") {
             MediaType::EventStream
         } else if media.eq_ignore_ascii_case("application/problem+json") {

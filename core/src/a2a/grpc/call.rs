@@ -12,7 +12,7 @@ use crate::a2a::binding::{A2A_VERSION, A2aCall, CallKind, DecodeLimits, Response
 use crate::a2a::error::{ProtocolError, codes, redact_str};
 use crate::a2a::protojson::short;
 use crate::a2a::types::{StreamResponse, Task, TaskPage};
-use crate::io::{HeaderText, field_value};
+use crate::io::{HeaderText, field_value, media_type};
 use core::time::Duration;
 
 /// The fully qualified service name.
@@ -259,13 +259,8 @@ impl GrpcResponseDecoder {
             };
             return;
         }
-        let content_type = field_value(headers, "content-type").map(|v| {
-            v.split(';')
-                .next()
-                .unwrap_or("")
-                .trim()
-                .to_ascii_lowercase()
-        });
+        let content_type =
+            field_value(headers, "content-type").map(|v| media_type(v).to_ascii_lowercase());
         if let Some(ct) = content_type {
             if ct != "application/grpc" && ct != "application/grpc+proto" {
                 self.mode = Mode::NotGrpc(ct);
