@@ -292,6 +292,7 @@ impl<R: Runtime> Settings<R> {
             &self.tls,
             self.proxy,
             self.request_hook,
+            None,
             PoolConfig::default(),
         )?;
         let log = match self.log {

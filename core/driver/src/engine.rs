@@ -404,17 +404,16 @@ impl<R: Runtime> EngineBuilder<R> {
             ));
         }
         let tls = self.tls.unwrap_or_default();
-        if self.http.is_some() && self.pool.is_some() {
-            return Err(EngineError::Config(
-                "pool configures the builder's own HTTP client; with http_client, build that \
-                 client with HttpClient::with_tls_proxy_and_pool",
-            ));
-        }
         // A burst the in-flight bound allows never closes connections it will need again.
-        let pool = self.pool.unwrap_or_else(|| {
-            PoolConfig::default().max_idle_per_origin(self.config.max_in_flight)
-        });
-        let client = own_client(self.http, &tls, self.proxy, self.request_hook, pool)?;
+        let default_pool = PoolConfig::default().max_idle_per_origin(self.config.max_in_flight);
+        let client = own_client(
+            self.http,
+            &tls,
+            self.proxy,
+            self.request_hook,
+            self.pool,
+            default_pool,
+        )?;
         // Plans are installed card by card as the cards are checked, now and on every change.
         let authenticator = Authenticator::new(
             &AgentDirectory::default(),
@@ -454,19 +453,22 @@ impl<R: Runtime> EngineBuilder<R> {
     }
 }
 
-/// The given HTTP client, or a new one with these settings; proxy settings or a hook next to a
-/// given client are an error (they would silently not apply).
+/// The given HTTP client, or a new one with these settings (`default_pool` when the builder was
+/// given no pool). Proxy settings, a hook or a pool next to a given client are an error (they
+/// would silently not apply).
 pub(crate) fn own_client<R: Runtime>(
     given: Option<HttpClient<R>>,
     tls: &TlsConfig,
     proxy: Option<ProxyConfig>,
     hook: Option<RequestHook>,
-    pool: PoolConfig,
+    pool: Option<PoolConfig>,
+    default_pool: PoolConfig,
 ) -> Result<HttpClient<R>, EngineError> {
     match given {
-        Some(_) if proxy.is_some() || hook.is_some() => Err(EngineError::Config(
-            "proxy and request_hook configure the builder's own HTTP client; with http_client, \
-             configure that client (HttpClient::with_tls_and_proxy, with_request_hook)",
+        Some(_) if proxy.is_some() || hook.is_some() || pool.is_some() => Err(EngineError::Config(
+            "proxy, pool and request_hook configure the builder's own HTTP client; with \
+             http_client, configure that client (HttpClient::with_tls_proxy_and_pool, \
+             with_request_hook)",
         )),
         Some(client) => Ok(client),
         None => {
@@ -474,7 +476,8 @@ pub(crate) fn own_client<R: Runtime>(
                 Some(p) => p,
                 None => ProxyConfig::from_env()?,
             };
-            let client = HttpClient::with_tls_proxy_and_pool(tls, proxy, pool)?;
+            let client =
+                HttpClient::with_tls_proxy_and_pool(tls, proxy, pool.unwrap_or(default_pool))?;
             Ok(match hook {
                 Some(hook) => client.with_request_hook(hook),
                 None => client,

@@ -318,6 +318,7 @@ impl<R: Runtime> ExtensionSenderBuilder<R> {
             &self.tls.unwrap_or_default(),
             self.proxy,
             self.request_hook,
+            None,
             PoolConfig::default().max_idle_per_origin(c.max_in_flight),
         )?;
         let limits = Limits::new(
