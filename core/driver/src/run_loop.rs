@@ -456,6 +456,8 @@ impl<R: Runtime, C: ControlPoint + 'static> Driver<R, C> {
                     let next = waiter.next(deadline, &mut rx);
                     futures::pin_mut!(next);
                     let asked = self.next_progress_request();
+                    // Taken out of the race's result first: the unfinished future left in it
+                    // borrows the driver, which answering a progress request needs.
                     let woke = match futures::future::select(next, asked).await {
                         futures::future::Either::Left((woke, _)) => Ok(woke),
                         futures::future::Either::Right((asked, _)) => Err(asked),
