@@ -421,18 +421,24 @@ async fn a_burst_keeps_every_connection_it_opened_for_the_next_burst() {
 }
 
 /// The connections of a burst beyond the idle bound close when their responses end, and the
-/// next burst opens them again; a bound of 0 keeps no connection at all.
+/// next burst opens them again; a bound of 0, or an idle timeout of zero, keeps no connection
+/// at all.
 #[tokio::test]
 async fn connections_beyond_the_idle_bound_close_and_are_opened_again() {
     let _turn = one_at_a_time().await;
-    for (bound, width, closed_after_first, opened) in [(8, 20, 12, 32), (0, 4, 4, 8)] {
+    let pool = PoolConfig::default();
+    for (pool, width, closed_after_first, opened) in [
+        (pool.max_idle_per_origin(8), 20, 12, 32),
+        (pool.max_idle_per_origin(0), 4, 4, 8),
+        (pool.idle_timeout(std::time::Duration::ZERO), 4, 4, 8),
+    ] {
         let server = CountingServer::start(width).await;
-        let t = pooled_transport(PoolConfig::default().max_idle_per_origin(bound), 64);
+        let t = pooled_transport(pool, 64);
         burst(&t, &server.url, width).await;
         server.until_closed(closed_after_first).await;
         burst(&t, &server.url, width).await;
-        assert_eq!(t.client.connections_opened(), opened, "bound {bound}");
-        assert_eq!(server.accepted() as u64, opened, "bound {bound}");
+        assert_eq!(t.client.connections_opened(), opened, "{pool:?}");
+        assert_eq!(server.accepted() as u64, opened, "{pool:?}");
     }
 }
 

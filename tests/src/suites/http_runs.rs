@@ -82,6 +82,14 @@ pub async fn run_fan_out<T: TestRuntime>(agents: Vec<ScriptedAgent>) {
         engine.http_client().requests_sent(),
         server.total_requests()
     );
+    // Every connection the client opened is counted, HTTP/2 ones for gRPC included, and no
+    // request went without one.
+    let opened = engine.http_client().connections_opened();
+    assert!(
+        (1..=server.total_requests()).contains(&opened),
+        "{opened} connections for {} requests",
+        server.total_requests()
+    );
     let grpc = server.requests("alpha").first().is_some_and(|r| r.grpc);
     let http2 = if grpc { server.total_requests() } else { 0 };
     assert_eq!(server.http2_requests(), http2, "HTTP/2 exactly for gRPC");

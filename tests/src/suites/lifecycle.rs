@@ -431,13 +431,23 @@ pub fn a_full_event_queue_pauses_the_run_until_the_consumer_reads<T: TestRuntime
             .event_queue(1)
             .build()
             .expect("engine");
-        let mut run = engine.run(chain(), Arc::new(echo_host())).spawn();
+        let emitted = Arc::new(AtomicUsize::new(0));
+        let counted = emitted.clone();
+        let mut run = engine
+            .run(chain(), Arc::new(echo_host()))
+            .event_sink(move |_| {
+                counted.fetch_add(1, Ordering::SeqCst);
+            })
+            .spawn();
         // Nobody reads: the run stops after a few events, before its second step.
         T::sleep(Duration::from_millis(300)).await;
         assert!(
             server.requests("beta").is_empty(),
             "a paused run does not go on"
         );
+        // The stream holds exactly its one event; the run waits with the second (the sink sees
+        // each event before the stream does).
+        assert_eq!(emitted.load(Ordering::SeqCst), 2);
         // Reading releases it; nothing was lost.
         let mut kinds = Vec::new();
         while let Some(e) = run.next_event().await {

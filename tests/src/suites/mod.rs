@@ -322,7 +322,7 @@ macro_rules! proxy_suite {
                 proxy_authentication_is_required_and_the_password_never_shows,
                 a_dead_proxy_is_a_connect_failure_naming_it,
                 client_settings_next_to_a_given_client_are_an_error,
-                the_engine_pool_follows_the_in_flight_bound_unless_given,
+                the_pool_follows_the_in_flight_bound_unless_given,
                 the_request_hook_adds_gateway_headers_the_agent_receives,
                 the_request_hook_rewrites_uris_for_a_streaming_run,
                 a_failing_or_panicking_hook_fails_the_exchange_not_the_engine,

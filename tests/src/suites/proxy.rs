@@ -318,8 +318,8 @@ pub fn client_settings_next_to_a_given_client_are_an_error<T: TestRuntime>() {
 }
 
 /// The engine's own client keeps as many idle connections per origin as the engine may have
-/// exchanges in flight, unless the builder is given a pool.
-pub fn the_engine_pool_follows_the_in_flight_bound_unless_given<T: TestRuntime>() {
+/// exchanges in flight, unless the builder is given a pool; so does an extension sender's.
+pub fn the_pool_follows_the_in_flight_bound_unless_given<T: TestRuntime>() {
     let engine = Engine::<T>::builder(Vec::new())
         .max_in_flight(7)
         .proxy(ProxyConfig::none())
@@ -338,6 +338,14 @@ pub fn the_engine_pool_follows_the_in_flight_bound_unless_given<T: TestRuntime>(
         .build()
         .unwrap();
     assert_eq!(engine.http_client().pool_config(), given);
+    let mut config = a2at_driver::ExtensionSenderConfig::default();
+    config.max_in_flight = 5;
+    let sender = a2at_driver::ExtensionSender::<T::Rt>::builder(Vec::new())
+        .config(config)
+        .proxy(ProxyConfig::none())
+        .build()
+        .unwrap();
+    assert_eq!(sender.http_client().pool_config().max_idle_per_origin, 5);
 }
 
 /// A loopback port nothing listens on.
