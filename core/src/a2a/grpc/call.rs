@@ -259,11 +259,11 @@ impl GrpcResponseDecoder {
             };
             return;
         }
-        let content_type =
-            field_value(headers, "content-type").map(|v| media_type(v).to_ascii_lowercase());
-        if let Some(ct) = content_type {
-            if ct != "application/grpc" && ct != "application/grpc+proto" {
-                self.mode = Mode::NotGrpc(ct);
+        // Copied only to name a media type that is not gRPC's: every gRPC answer is read here.
+        if let Some(media) = field_value(headers, "content-type").map(media_type) {
+            let grpc = ["application/grpc", "application/grpc+proto"];
+            if !grpc.iter().any(|g| media.eq_ignore_ascii_case(g)) {
+                self.mode = Mode::NotGrpc(media.to_ascii_lowercase());
             }
         }
     }
