@@ -37,13 +37,11 @@ impl BenchRuntime for OnSmol {
     }
 }
 
-/// Idle connections kept: every one, as hyper-util's pool (the tokio bench's direct client)
-/// does by default and the engine's pool does under the bench's in-flight bound.
-const MAX_IDLE: usize = usize::MAX;
-
 /// The runtime's client stack without the engine: hyper's HTTP/1.1 client connections over smol
-/// TCP (`TCP_NODELAY`) through the engine's own I/O adapter (`HyperIo`), with a pool of idle
-/// connections like the runtime's (one origin here: every agent shares the loopback server).
+/// TCP (`TCP_NODELAY`) through the engine's own I/O adapter (`HyperIo`), with a pool that keeps
+/// every idle connection, as hyper-util's pool (the tokio bench's direct client) does by
+/// default and the engine's does under the bench's in-flight bound (one origin here: every
+/// agent shares the loopback server).
 #[derive(Clone, Default)]
 struct Direct {
     idle: Arc<Mutex<Vec<SendRequest<Full<Bytes>>>>>,
@@ -132,10 +130,7 @@ impl Direct {
     /// as the engine does.
     fn checkin(&self, sender: SendRequest<Full<Bytes>>) {
         if sender.is_ready() {
-            let mut idle = self.idle.lock().expect("pool");
-            if idle.len() < MAX_IDLE {
-                idle.push(sender);
-            }
+            self.idle.lock().expect("pool").push(sender);
         } else {
             self.checkin_when_idle(sender);
         }
@@ -145,10 +140,7 @@ impl Direct {
         let idle = self.idle.clone();
         smol::spawn(async move {
             if sender.ready().await.is_ok() {
-                let mut idle = idle.lock().expect("pool");
-                if idle.len() < MAX_IDLE {
-                    idle.push(sender);
-                }
+                idle.lock().expect("pool").push(sender);
             }
         })
         .detach();
