@@ -154,19 +154,14 @@ fn uuid_of_parts(parts: &[&[u8]]) -> String {
 /// the formatting machinery cost more than the hashing.
 fn uuid_text(hi: u64, lo: u64) -> String {
     const HEX: &[u8; 16] = b"0123456789abcdef";
-    let mut out = [0u8; 36];
-    let mut at = 0;
-    // The 32 hex digits of hi then lo, most significant first, with a dash before digits 8, 12,
-    // 16 and 20 (the group boundaries).
-    for i in 0..32 {
-        if matches!(i, 8 | 12 | 16 | 20) {
-            out[at] = b'-';
-            at += 1;
-        }
-        let word = if i < 16 { hi } else { lo };
-        let shift = 60 - 4 * (i % 16);
-        out[at] = HEX[((word >> shift) & 0xF) as usize];
-        at += 1;
+    // Where each of the 16 bytes, most significant first, starts in the text: the dashes sit
+    // between the groups of 4, 2, 2, 2 and 6 bytes.
+    const AT: [usize; 16] = [0, 2, 4, 6, 9, 11, 14, 16, 19, 21, 24, 26, 28, 30, 32, 34];
+    let mut out = *b"00000000-0000-0000-0000-000000000000";
+    let bytes = ((u128::from(hi) << 64) | u128::from(lo)).to_be_bytes();
+    for (byte, at) in bytes.into_iter().zip(AT) {
+        out[at] = HEX[usize::from(byte >> 4)];
+        out[at + 1] = HEX[usize::from(byte & 0xF)];
     }
     // Only ASCII was written, so the text is valid UTF-8; the check costs less than building the
     // string char by char.
