@@ -165,6 +165,11 @@ fn a_body_that_is_not_json_names_the_parse_error() {
             serde_json::from_slice::<Value>(br#"{"task":1} x"#),
         ),
         (&b"\xff"[..], serde_json::from_slice::<Value>(b"\xff")),
+        // Not UTF-8 inside a string: the error names where.
+        (
+            &b"{\"task\":{\"id\":\"a\xffb\"}}"[..],
+            serde_json::from_slice::<Value>(b"{\"task\":{\"id\":\"a\xffb\"}}"),
+        ),
     ] {
         let e = parse_error.unwrap_err().to_string();
         let items = send_message_rest(&json, body, 4);

@@ -925,7 +925,7 @@ impl ResponseDecoder {
     }
 
     fn sse_item(&self, ev: &SseEvent) -> ResponseItem {
-        let v = match Json::parse(ev.data.as_bytes()) {
+        let v = match Json::parse_str(&ev.data) {
             Ok(v) => v,
             Err(e) => {
                 return malformed(format!(

@@ -92,8 +92,24 @@ impl<'a> Json<'a> {
     /// Parses `bytes` as one JSON document (trailing whitespace only), with serde_json's
     /// nesting limit.
     pub(crate) fn parse(bytes: &'a [u8]) -> Result<Json<'a>, serde_json::Error> {
-        let mut de = serde_json::Deserializer::from_slice(bytes);
-        let v = JsonSeed.deserialize(&mut de)?;
+        // A body checked as UTF-8 once is read by the string reader, which does not check each
+        // string again; any other body goes through the byte reader, which names the position
+        // of the bad byte.
+        match core::str::from_utf8(bytes) {
+            Ok(text) => Self::parse_str(text),
+            Err(_) => Self::read(&mut serde_json::Deserializer::from_slice(bytes)),
+        }
+    }
+
+    /// [`Json::parse`] of text already known to be UTF-8.
+    pub(crate) fn parse_str(text: &'a str) -> Result<Json<'a>, serde_json::Error> {
+        Self::read(&mut serde_json::Deserializer::from_str(text))
+    }
+
+    fn read<R: serde_json::de::Read<'a>>(
+        de: &mut serde_json::Deserializer<R>,
+    ) -> Result<Json<'a>, serde_json::Error> {
+        let v = JsonSeed.deserialize(&mut *de)?;
         de.end()?;
         Ok(v)
     }
@@ -202,7 +218,9 @@ impl<'de> Visitor<'de> for JsonVisitor {
     }
 
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Json<'de>, A::Error> {
-        let mut members = Vec::with_capacity(map.size_hint().unwrap_or(0).min(64));
+        // serde_json gives no size hint; the objects of an A2A response mostly have up to eight
+        // members, so starting there spares regrowing the list once or twice per object.
+        let mut members = Vec::with_capacity(map.size_hint().unwrap_or(8).min(64));
         while let Some(k) = map.next_key_seed(KeySeed)? {
             let v = map.next_value_seed(JsonSeed)?;
             members.push((k, v));
