@@ -218,9 +218,7 @@ impl<'de> Visitor<'de> for JsonVisitor {
     }
 
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Json<'de>, A::Error> {
-        // serde_json gives no size hint; the objects of an A2A response mostly have up to eight
-        // members, so starting there spares regrowing the list once or twice per object.
-        let mut members = Vec::with_capacity(map.size_hint().unwrap_or(8).min(64));
+        let mut members = Vec::with_capacity(map.size_hint().unwrap_or(0).min(64));
         while let Some(k) = map.next_key_seed(KeySeed)? {
             let v = map.next_value_seed(JsonSeed)?;
             members.push((k, v));
