@@ -158,8 +158,8 @@ fn uuid_text(hi: u64, lo: u64) -> String {
     // between the groups of 4, 2, 2, 2 and 6 bytes.
     const AT: [usize; 16] = [0, 2, 4, 6, 9, 11, 14, 16, 19, 21, 24, 26, 28, 30, 32, 34];
     let mut out = *b"00000000-0000-0000-0000-000000000000";
-    let bytes = ((u128::from(hi) << 64) | u128::from(lo)).to_be_bytes();
-    for (byte, at) in bytes.into_iter().zip(AT) {
+    let bytes = hi.to_be_bytes().into_iter().chain(lo.to_be_bytes());
+    for (byte, at) in bytes.zip(AT) {
         out[at] = HEX[usize::from(byte >> 4)];
         out[at + 1] = HEX[usize::from(byte & 0xF)];
     }
