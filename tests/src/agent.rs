@@ -48,15 +48,16 @@ impl AgentRequest {
                 url: req.url.clone(),
             };
         }
-        let body: Value = serde_json::from_slice(&req.body).unwrap_or(Value::Null);
+        let mut body: Value = serde_json::from_slice(&req.body).unwrap_or(Value::Null);
         let (method, params, rpc_id, jsonrpc) = if body.get("jsonrpc").is_some() {
             (
                 body.get("method")
                     .and_then(Value::as_str)
                     .unwrap_or("?")
                     .to_owned(),
-                body.get("params").cloned().unwrap_or(Value::Null),
-                body.get("id").cloned(),
+                // Taken out of the parsed body, not copied: the body is dropped next.
+                body.get_mut("params").map_or(Value::Null, Value::take),
+                body.get_mut("id").map(Value::take),
                 true,
             )
         } else {
@@ -706,7 +707,7 @@ impl ScriptedAgent {
                 };
                 reveal(task);
                 let body = task_json(&id, task);
-                self.respond(req, body, false)
+                Self::respond(req, body, false)
             }
             "CancelTask" => {
                 let id = req
@@ -731,7 +732,7 @@ impl ScriptedAgent {
                 task.state = "TASK_STATE_CANCELED";
                 task.later.clear();
                 let body = task_json(&id, task);
-                self.respond(req, body, false)
+                Self::respond(req, body, false)
             }
             "SubscribeToTask" => {
                 let id = req
@@ -811,7 +812,7 @@ impl ScriptedAgent {
                     .map(|(id, t)| task_json(id, t))
                     .collect();
                 if !self.pages_tasks {
-                    return self.respond(
+                    return Self::respond(
                         req,
                         json!({"tasks": matching, "nextPageToken": ""}),
                         false,
@@ -825,7 +826,7 @@ impl ScriptedAgent {
                     String::new()
                 };
                 let body = json!({"tasks": page, "nextPageToken": next, "pageSize": size, "totalSize": total});
-                self.respond(req, body, false)
+                Self::respond(req, body, false)
             }
             _ => self.error(req, 404, -32601, "METHOD_NOT_FOUND", "Method not found"),
         }
@@ -904,7 +905,7 @@ impl ScriptedAgent {
                     "parts": [{"text": reply}]
                 });
                 self.next_task += 1;
-                with_delay(self.respond(req, json!({"message": msg}), true), delay)
+                with_delay(Self::respond(req, json!({"message": msg}), true), delay)
             }
             Plan::BarePropose(propose) => {
                 let msg = json!({
@@ -916,7 +917,7 @@ impl ScriptedAgent {
                     "metadata": propose.metadata()
                 });
                 self.next_task += 1;
-                with_delay(self.respond(req, json!({"message": msg}), true), delay)
+                with_delay(Self::respond(req, json!({"message": msg}), true), delay)
             }
             Plan::Events(events) => {
                 self.next_task += 1;
@@ -1020,7 +1021,7 @@ impl ScriptedAgent {
                             record.state = first;
                             let body = json!({"task": {"id": id, "contextId": record.context_id,
                                 "status": {"state": first}}});
-                            self.respond(req, body, true)
+                            Self::respond(req, body, true)
                         };
                         record.notify = Some((script, 0));
                         self.tasks.insert(id, record);
@@ -1028,9 +1029,15 @@ impl ScriptedAgent {
                     }
                     _ => unreachable!("handled above"),
                 }
-                let body = json!({"task": task_json(&id, &record)});
+                let reply = Self::respond(
+                    req,
+                    SentTask {
+                        task: TaskJson::of(&id, &record),
+                    },
+                    true,
+                );
                 self.tasks.insert(id, record);
-                with_delay(self.respond(req, body, true), delay)
+                with_delay(reply, delay)
             }
         }
     }
@@ -1092,16 +1099,21 @@ impl ScriptedAgent {
             task.state = "TASK_STATE_COMPLETED";
             task.message = None;
         }
-        let body = json!({"task": task_json(&task_id, task)});
-        self.respond(req, body, true)
+        Self::respond(
+            req,
+            SentTask {
+                task: TaskJson::of(&task_id, task),
+            },
+            true,
+        )
     }
 
     /// Builds a success response in the agent's binding; `wrapped` results are SendMessage-style
     /// (`{"task":…}`), others are bare (GetTask/CancelTask).
-    fn respond(&self, req: &AgentRequest, result: Value, send_like: bool) -> AgentReply {
+    fn respond<T: serde::Serialize>(req: &AgentRequest, result: T, send_like: bool) -> AgentReply {
         let streaming = req.method == "SendStreamingMessage" && send_like;
         if streaming {
-            let events = stream_events(&result);
+            let events = stream_events(&serde_json::to_value(&result).expect("a result is JSON"));
             let chunks: Vec<Vec<u8>> = events
                 .into_iter()
                 .map(|ev| {
@@ -1125,12 +1137,24 @@ impl ScriptedAgent {
                 end: true,
             };
         }
-        let body = if req.jsonrpc {
-            json!({"jsonrpc": "2.0", "id": req.rpc_id, "result": result})
+        if req.jsonrpc {
+            // The same bytes as `json!({"jsonrpc": …, "id": …, "result": …})`, written without
+            // building that object first.
+            #[derive(serde::Serialize)]
+            struct RpcResult<'a, T> {
+                jsonrpc: &'static str,
+                id: &'a Option<Value>,
+                result: &'a T,
+            }
+            let body = RpcResult {
+                jsonrpc: "2.0",
+                id: &req.rpc_id,
+                result: &result,
+            };
+            json_reply_bytes(200, serde_json::to_vec(&body).expect("json"))
         } else {
-            result
-        };
-        json_reply(200, &body)
+            json_reply_bytes(200, serde_json::to_vec(&result).expect("json"))
+        }
     }
 
     fn error(
@@ -1194,11 +1218,15 @@ fn with_delay(reply: AgentReply, extra: Duration) -> AgentReply {
 }
 
 fn json_reply(status: u16, body: &Value) -> AgentReply {
+    json_reply_bytes(status, serde_json::to_vec(body).expect("json"))
+}
+
+fn json_reply_bytes(status: u16, body: Vec<u8>) -> AgentReply {
     AgentReply::Http {
         delay: Duration::ZERO,
         status,
         headers: vec![("content-type".into(), "application/json".into())],
-        chunks: vec![serde_json::to_vec(body).expect("json")],
+        chunks: vec![body],
         chunk_gap: Duration::ZERO,
         end: true,
     }
@@ -1241,19 +1269,72 @@ fn propose_message(task_id: &str, context_id: &str, propose: &Propose) -> Value 
 }
 
 fn task_json(id: &str, task: &TaskRecord) -> Value {
-    let mut status = json!({"state": task.state, "timestamp": "2026-12-02T10:39:06.479244Z"});
-    if let Some(message) = &task.message {
-        status["message"] = message.clone();
+    serde_json::to_value(TaskJson::of(id, task)).expect("a task is JSON")
+}
+
+/// A scripted task as the agent sends it, written straight to bytes where no `Value` is needed
+/// (the member order is the same either way).
+#[derive(serde::Serialize)]
+struct TaskJson<'a> {
+    id: &'a str,
+    #[serde(rename = "contextId")]
+    context_id: &'a str,
+    status: StatusJson<'a>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    artifacts: Option<[ArtifactJson<'a>; 1]>,
+}
+
+#[derive(serde::Serialize)]
+struct StatusJson<'a> {
+    state: &'a str,
+    timestamp: &'static str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    message: Option<&'a Value>,
+}
+
+#[derive(serde::Serialize)]
+struct ArtifactJson<'a> {
+    #[serde(rename = "artifactId")]
+    artifact_id: String,
+    name: &'static str,
+    parts: [TextPartJson<'a>; 1],
+}
+
+#[derive(serde::Serialize)]
+struct TextPartJson<'a> {
+    #[serde(serialize_with = "done_text")]
+    text: &'a str,
+}
+
+fn done_text<S: serde::Serializer>(text: &&str, s: S) -> Result<S::Ok, S::Error> {
+    s.collect_str(&format_args!("done: {text}"))
+}
+
+/// `{"task": …}`, the result of a send.
+#[derive(serde::Serialize)]
+struct SentTask<'a> {
+    task: TaskJson<'a>,
+}
+
+impl<'a> TaskJson<'a> {
+    fn of(id: &'a str, task: &'a TaskRecord) -> Self {
+        TaskJson {
+            id,
+            context_id: &task.context_id,
+            status: StatusJson {
+                state: task.state,
+                timestamp: "2026-12-02T10:39:06.479244Z",
+                message: task.message.as_ref(),
+            },
+            artifacts: (task.state == "TASK_STATE_COMPLETED").then(|| {
+                [ArtifactJson {
+                    artifact_id: format!("{id}-a1"),
+                    name: "result",
+                    parts: [TextPartJson { text: &task.text }],
+                }]
+            }),
+        }
     }
-    let mut task_value = json!({"id": id, "contextId": task.context_id, "status": status});
-    if task.state == "TASK_STATE_COMPLETED" {
-        task_value["artifacts"] = json!([{
-            "artifactId": format!("{id}-a1"),
-            "name": "result",
-            "parts": [{"text": format!("done: {}", task.text)}]
-        }]);
-    }
-    task_value
 }
 
 /// What `SubscribeToTask` streams for a scripted task: the current snapshot, then every planned
