@@ -270,10 +270,11 @@ impl Sim {
                         if !self.quiet {
                             self.log.push((self.now, Observed::Input(input.clone())));
                         }
-                        self.run
-                            .handle(input.clone(), self.now)
-                            .expect("valid input");
-                        if self.redeliver_duplicates && is_response(&input) {
+                        // Copied only when it is delivered again later.
+                        let again = (self.redeliver_duplicates && is_response(&input))
+                            .then(|| input.clone());
+                        self.run.handle(input, self.now).expect("valid input");
+                        if let Some(input) = again {
                             self.delivered.push((self.now, input));
                         }
                     }
