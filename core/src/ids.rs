@@ -158,8 +158,10 @@ fn uuid_text(hi: u64, lo: u64) -> String {
     // between the groups of 4, 2, 2, 2 and 6 bytes.
     const AT: [usize; 16] = [0, 2, 4, 6, 9, 11, 14, 16, 19, 21, 24, 26, 28, 30, 32, 34];
     let mut out = *b"00000000-0000-0000-0000-000000000000";
-    let bytes = hi.to_be_bytes().into_iter().chain(lo.to_be_bytes());
-    for (byte, at) in bytes.zip(AT) {
+    let mut bytes = [0u8; 16];
+    bytes[..8].copy_from_slice(&hi.to_be_bytes());
+    bytes[8..].copy_from_slice(&lo.to_be_bytes());
+    for (byte, at) in bytes.into_iter().zip(AT) {
         out[at] = HEX[usize::from(byte >> 4)];
         out[at + 1] = HEX[usize::from(byte & 0xF)];
     }
