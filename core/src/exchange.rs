@@ -81,7 +81,12 @@ pub(crate) fn decode(decoder: &mut ResponseDecoder, input: &Input) -> Vec<Respon
         } => decoder.on_head(*status, headers),
         Input::ResponseBody { chunk, .. } => decoder.on_body(chunk, &mut items),
         Input::ResponseTrailers { trailers, .. } => decoder.on_trailers(trailers, &mut items),
-        Input::ResponseEnd { .. } => decoder.on_end(&mut items),
+        Input::ResponseEnd { .. } => {
+            // A unary answer ends with its one event and the end mark; an item is a few
+            // hundred bytes, so the default first room for four would be half unused.
+            items.reserve_exact(2);
+            decoder.on_end(&mut items);
+        }
         _ => {}
     }
     items
