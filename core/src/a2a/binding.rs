@@ -925,7 +925,8 @@ impl ResponseDecoder {
     }
 
     fn sse_item(&self, ev: &SseEvent) -> ResponseItem {
-        let v = match Json::parse_str(&ev.data) {
+        let arena = Json::arena_for(ev.data.len());
+        let v = match Json::parse_str(&ev.data, &arena) {
             Ok(v) => v,
             Err(e) => {
                 return malformed(format!(
@@ -998,7 +999,8 @@ impl ResponseDecoder {
             out.push(ResponseItem::Rejected(err));
             return;
         }
-        let v = match Json::parse(body) {
+        let arena = Json::arena_for(body.len());
+        let v = match Json::parse(body, &arena) {
             Ok(v) => v,
             Err(e) => {
                 let why = if body.iter().all(u8::is_ascii_whitespace) {

@@ -3,14 +3,18 @@
 //!
 //! A response body is read once into [`Json`], whose strings and member names borrow from the
 //! bytes (only strings with escapes are copied) and whose objects are member lists rather
-//! than hash maps; the decoders then copy out just the strings the types keep. Reading the
-//! same bytes into a `Value` first would allocate every name and string, hash every member
-//! and drop it all again. Both trees give the same decoded types and the same errors.
+//! than hash maps; the decoders then copy out just the strings the types keep. The tree's
+//! lists and copied strings live in one arena the caller owns: a response's tree costs one
+//! allocation and nothing to take apart, where a list per array and object cost one each
+//! (and more as they grew) and a walk over the tree to drop. Reading the same bytes into a
+//! `Value` first would allocate every name and string, hash every member and drop it all
+//! again. Both trees give the same decoded types and the same errors.
 
+use bumpalo::Bump;
+use bumpalo::collections::Vec as ArenaVec;
 use core::fmt;
 use serde::de::{DeserializeSeed, Deserializer, MapAccess, SeqAccess, Visitor};
 use serde_json::{Map, Number, Value};
-use std::borrow::Cow;
 
 /// A parsed JSON value the decoders can read.
 pub(crate) trait Dom: Sized {
@@ -36,7 +40,7 @@ pub(crate) trait DomObject {
 pub(crate) enum View<'v, D: Dom> {
     Null,
     Bool(bool),
-    Number(&'v Number),
+    Number(Number),
     String(&'v str),
     Array(&'v [D]),
     Object(&'v D::Object),
@@ -49,7 +53,7 @@ impl Dom for Value {
         match self {
             Value::Null => View::Null,
             Value::Bool(b) => View::Bool(*b),
-            Value::Number(n) => View::Number(n),
+            Value::Number(n) => View::Number(n.clone()),
             Value::String(s) => View::String(s),
             Value::Array(a) => View::Array(a),
             Value::Object(o) => View::Object(o),
@@ -73,43 +77,74 @@ impl DomObject for Map<String, Value> {
     }
 }
 
-/// A JSON value parsed from bytes, borrowing its strings where it can.
-#[derive(Debug, Clone, PartialEq)]
+/// A JSON value parsed from bytes, borrowing its strings where it can; its lists and copied
+/// strings live in the arena given to [`Json::parse`]. Nothing in it needs dropping.
+#[derive(Debug, Clone, Copy, PartialEq)]
 pub(crate) enum Json<'a> {
     Null,
     Bool(bool),
-    Number(Number),
-    String(Cow<'a, str>),
-    Array(Vec<Json<'a>>),
+    Number(JsonNumber),
+    String(&'a str),
+    Array(&'a [Json<'a>]),
     Object(JsonObject<'a>),
 }
 
+/// A number as the parser read it (the same three kinds as `serde_json::Number`, kept here
+/// so that the tree holds nothing to drop).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub(crate) enum JsonNumber {
+    PosInt(u64),
+    NegInt(i64),
+    Float(f64),
+}
+
+impl JsonNumber {
+    fn to_number(self) -> Number {
+        match self {
+            JsonNumber::PosInt(u) => u.into(),
+            JsonNumber::NegInt(i) => i.into(),
+            // Only finite floats are kept (see `visit_f64`).
+            JsonNumber::Float(f) => Number::from_f64(f).unwrap_or_else(|| 0.into()),
+        }
+    }
+}
+
+// The arena never runs destructors: the tree must hold nothing that owns memory.
+const _: () = assert!(!core::mem::needs_drop::<Json<'static>>());
+
 /// The members of a [`Json`] object in document order, repeated names included.
-#[derive(Debug, Clone, PartialEq, Default)]
-pub(crate) struct JsonObject<'a>(Vec<(Cow<'a, str>, Json<'a>)>);
+#[derive(Debug, Clone, Copy, PartialEq, Default)]
+pub(crate) struct JsonObject<'a>(&'a [(&'a str, Json<'a>)]);
 
 impl<'a> Json<'a> {
     /// Parses `bytes` as one JSON document (trailing whitespace only), with serde_json's
-    /// nesting limit.
-    pub(crate) fn parse(bytes: &'a [u8]) -> Result<Json<'a>, serde_json::Error> {
+    /// nesting limit; the tree's lists and copied strings go into `arena`.
+    pub(crate) fn parse(bytes: &'a [u8], arena: &'a Bump) -> Result<Json<'a>, serde_json::Error> {
         // A body checked as UTF-8 once is read by the string reader, which does not check each
         // string again; any other body goes through the byte reader, which names the position
         // of the bad byte.
         match core::str::from_utf8(bytes) {
-            Ok(text) => Self::parse_str(text),
-            Err(_) => Self::read(&mut serde_json::Deserializer::from_slice(bytes)),
+            Ok(text) => Self::parse_str(text, arena),
+            Err(_) => Self::read(&mut serde_json::Deserializer::from_slice(bytes), arena),
         }
     }
 
     /// [`Json::parse`] of text already known to be UTF-8.
-    pub(crate) fn parse_str(text: &'a str) -> Result<Json<'a>, serde_json::Error> {
-        Self::read(&mut serde_json::Deserializer::from_str(text))
+    pub(crate) fn parse_str(text: &'a str, arena: &'a Bump) -> Result<Json<'a>, serde_json::Error> {
+        Self::read(&mut serde_json::Deserializer::from_str(text), arena)
+    }
+
+    /// An arena sized for the tree of a `len`-byte document: a few times the text, so a
+    /// typical response needs one block, and bounded, so a large one grows on demand.
+    pub(crate) fn arena_for(len: usize) -> Bump {
+        Bump::with_capacity(len.saturating_mul(4).min(64 * 1024))
     }
 
     fn read<R: serde_json::de::Read<'a>>(
         de: &mut serde_json::Deserializer<R>,
+        arena: &'a Bump,
     ) -> Result<Json<'a>, serde_json::Error> {
-        let v = JsonSeed.deserialize(&mut *de)?;
+        let v = JsonSeed { arena }.deserialize(&mut *de)?;
         de.end()?;
         Ok(v)
     }
@@ -122,7 +157,7 @@ impl<'a> Dom for Json<'a> {
         match self {
             Json::Null => View::Null,
             Json::Bool(b) => View::Bool(*b),
-            Json::Number(n) => View::Number(n),
+            Json::Number(n) => View::Number(n.to_number()),
             Json::String(s) => View::String(s),
             Json::Array(a) => View::Array(a),
             Json::Object(o) => View::Object(o),
@@ -133,8 +168,8 @@ impl<'a> Dom for Json<'a> {
         match self {
             Json::Null => Value::Null,
             Json::Bool(b) => Value::Bool(*b),
-            Json::Number(n) => Value::Number(n.clone()),
-            Json::String(s) => Value::String(s.as_ref().to_owned()),
+            Json::Number(n) => Value::Number(n.to_number()),
+            Json::String(s) => Value::String((*s).to_owned()),
             Json::Array(a) => Value::Array(a.iter().map(Dom::to_value).collect()),
             Json::Object(o) => Value::Object(o.to_map()),
         }
@@ -146,112 +181,128 @@ impl<'a> DomObject for JsonObject<'a> {
 
     fn get(&self, key: &str) -> Option<&Json<'a>> {
         // A repeated name reads as its last value, as it does in a `Value` map.
-        self.0.iter().rev().find(|(k, _)| k == key).map(|(_, v)| v)
+        self.0.iter().rev().find(|(k, _)| *k == key).map(|(_, v)| v)
     }
 
     fn to_map(&self) -> Map<String, Value> {
         let mut m = Map::with_capacity(self.0.len());
-        for (k, v) in &self.0 {
-            m.insert(k.as_ref().to_owned(), v.to_value());
+        for (k, v) in self.0 {
+            m.insert((*k).to_owned(), v.to_value());
         }
         m
     }
 }
 
-/// Reads one [`Json`] value from serde_json's slice reader, which lends every string without
-/// escapes and copies the others through a scratch buffer (`visit_str`); it never hands over
-/// an owned `String` and reads `null` as unit.
-struct JsonSeed;
+/// Reads one [`Json`] value from serde_json's readers, which lend every string without
+/// escapes and copy the others through a scratch buffer (`visit_str`, copied into the arena);
+/// they never hand over an owned `String` and read `null` as unit.
+struct JsonSeed<'a> {
+    arena: &'a Bump,
+}
 
-impl<'de> DeserializeSeed<'de> for JsonSeed {
-    type Value = Json<'de>;
+impl<'a> DeserializeSeed<'a> for JsonSeed<'a> {
+    type Value = Json<'a>;
 
-    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Json<'de>, D::Error> {
-        d.deserialize_any(JsonVisitor)
+    fn deserialize<D: Deserializer<'a>>(self, d: D) -> Result<Json<'a>, D::Error> {
+        d.deserialize_any(JsonVisitor { arena: self.arena })
     }
 }
 
-struct JsonVisitor;
+struct JsonVisitor<'a> {
+    arena: &'a Bump,
+}
 
-impl<'de> Visitor<'de> for JsonVisitor {
-    type Value = Json<'de>;
+impl<'a> Visitor<'a> for JsonVisitor<'a> {
+    type Value = Json<'a>;
 
     fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str("any JSON value")
     }
 
-    fn visit_bool<E>(self, b: bool) -> Result<Json<'de>, E> {
+    fn visit_bool<E>(self, b: bool) -> Result<Json<'a>, E> {
         Ok(Json::Bool(b))
     }
 
-    fn visit_i64<E>(self, i: i64) -> Result<Json<'de>, E> {
-        Ok(Json::Number(i.into()))
+    fn visit_i64<E>(self, i: i64) -> Result<Json<'a>, E> {
+        // The same kinds as `Number::from`: a non-negative integer is a positive one.
+        Ok(Json::Number(match u64::try_from(i) {
+            Ok(u) => JsonNumber::PosInt(u),
+            Err(_) => JsonNumber::NegInt(i),
+        }))
     }
 
-    fn visit_u64<E>(self, u: u64) -> Result<Json<'de>, E> {
-        Ok(Json::Number(u.into()))
+    fn visit_u64<E>(self, u: u64) -> Result<Json<'a>, E> {
+        Ok(Json::Number(JsonNumber::PosInt(u)))
     }
 
-    fn visit_f64<E>(self, f: f64) -> Result<Json<'de>, E> {
+    fn visit_f64<E>(self, f: f64) -> Result<Json<'a>, E> {
         // The same rule as `Value`: a float JSON cannot hold reads as null.
-        Ok(Number::from_f64(f).map_or(Json::Null, Json::Number))
+        Ok(if f.is_finite() {
+            Json::Number(JsonNumber::Float(f))
+        } else {
+            Json::Null
+        })
     }
 
-    fn visit_borrowed_str<E>(self, s: &'de str) -> Result<Json<'de>, E> {
-        Ok(Json::String(Cow::Borrowed(s)))
+    fn visit_borrowed_str<E>(self, s: &'a str) -> Result<Json<'a>, E> {
+        Ok(Json::String(s))
     }
 
-    fn visit_str<E>(self, s: &str) -> Result<Json<'de>, E> {
-        Ok(Json::String(Cow::Owned(s.to_owned())))
+    fn visit_str<E>(self, s: &str) -> Result<Json<'a>, E> {
+        Ok(Json::String(self.arena.alloc_str(s)))
     }
 
-    fn visit_unit<E>(self) -> Result<Json<'de>, E> {
+    fn visit_unit<E>(self) -> Result<Json<'a>, E> {
         Ok(Json::Null)
     }
 
-    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Json<'de>, A::Error> {
-        let mut items = Vec::with_capacity(seq.size_hint().unwrap_or(0).min(64));
-        while let Some(v) = seq.next_element_seed(JsonSeed)? {
+    fn visit_seq<A: SeqAccess<'a>>(self, mut seq: A) -> Result<Json<'a>, A::Error> {
+        let mut items = ArenaVec::new_in(self.arena);
+        while let Some(v) = seq.next_element_seed(JsonSeed { arena: self.arena })? {
             items.push(v);
         }
-        Ok(Json::Array(items))
+        Ok(Json::Array(items.into_bump_slice()))
     }
 
-    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Json<'de>, A::Error> {
-        let mut members = Vec::with_capacity(map.size_hint().unwrap_or(0).min(64));
-        while let Some(k) = map.next_key_seed(KeySeed)? {
-            let v = map.next_value_seed(JsonSeed)?;
+    fn visit_map<A: MapAccess<'a>>(self, mut map: A) -> Result<Json<'a>, A::Error> {
+        let mut members = ArenaVec::new_in(self.arena);
+        while let Some(k) = map.next_key_seed(KeySeed { arena: self.arena })? {
+            let v = map.next_value_seed(JsonSeed { arena: self.arena })?;
             members.push((k, v));
         }
-        Ok(Json::Object(JsonObject(members)))
+        Ok(Json::Object(JsonObject(members.into_bump_slice())))
     }
 }
 
 /// Reads a member name, borrowing it when it has no escapes.
-struct KeySeed;
+struct KeySeed<'a> {
+    arena: &'a Bump,
+}
 
-impl<'de> DeserializeSeed<'de> for KeySeed {
-    type Value = Cow<'de, str>;
+impl<'a> DeserializeSeed<'a> for KeySeed<'a> {
+    type Value = &'a str;
 
-    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Cow<'de, str>, D::Error> {
-        d.deserialize_str(KeyVisitor)
+    fn deserialize<D: Deserializer<'a>>(self, d: D) -> Result<&'a str, D::Error> {
+        d.deserialize_str(KeyVisitor { arena: self.arena })
     }
 }
 
-struct KeyVisitor;
+struct KeyVisitor<'a> {
+    arena: &'a Bump,
+}
 
-impl<'de> Visitor<'de> for KeyVisitor {
-    type Value = Cow<'de, str>;
+impl<'a> Visitor<'a> for KeyVisitor<'a> {
+    type Value = &'a str;
 
     fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str("a member name")
     }
 
-    fn visit_borrowed_str<E>(self, s: &'de str) -> Result<Cow<'de, str>, E> {
-        Ok(Cow::Borrowed(s))
+    fn visit_borrowed_str<E>(self, s: &'a str) -> Result<&'a str, E> {
+        Ok(s)
     }
 
-    fn visit_str<E>(self, s: &str) -> Result<Cow<'de, str>, E> {
-        Ok(Cow::Owned(s.to_owned()))
+    fn visit_str<E>(self, s: &str) -> Result<&'a str, E> {
+        Ok(self.arena.alloc_str(s))
     }
 }
