@@ -205,19 +205,26 @@ impl ControlPoint for BuiltControlPoint {
 /// Answers `request` with `control_point`; a panic while the callback's future is created or
 /// polled becomes the callback's `host.callback_panicked` failure (without the panic's text, so
 /// secrets cannot leak) instead of unwinding into the driver.
-pub async fn answer_guarded<C: ControlPoint + ?Sized>(
+pub fn answer_guarded<C: ControlPoint + ?Sized>(
     control_point: &C,
     request: HostRequest,
-) -> HostReply {
+) -> impl Future<Output = HostReply> + '_ {
     let name = request.callback_name();
     // Built only when a panic happened: the failure's message is an allocation every host call
     // would otherwise pay.
     let make_failure = HostReply::failure_maker(&request);
-    let failure = || make_failure(HostError::panicked(name));
-    let future = std::panic::catch_unwind(AssertUnwindSafe(|| answer(control_point, request)));
-    match future {
-        Ok(future) => CatchUnwind(Box::pin(future)).await.unwrap_or_else(failure),
-        Err(_) => failure(),
+    // The callback's future is created and boxed here, before anything waits: the future
+    // returned holds only the box and the failure's maker, not the request or an unboxed copy
+    // of the callback's future beside the box.
+    let started = std::panic::catch_unwind(AssertUnwindSafe(|| {
+        Box::pin(answer(control_point, request))
+    }));
+    async move {
+        let failure = || make_failure(HostError::panicked(name));
+        match started {
+            Ok(future) => CatchUnwind(future).await.unwrap_or_else(failure),
+            Err(_) => failure(),
+        }
     }
 }
 
