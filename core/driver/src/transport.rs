@@ -146,25 +146,27 @@ impl<R: Runtime> Transport<R> {
     /// [`Transport::exchange`] in `span` (from [`telemetry`]), which it completes with the
     /// response status or the failure. `binding` (the agent's, when the caller knows it)
     /// labels the request's latency.
-    pub(crate) async fn exchange_in(
+    pub(crate) fn exchange_in(
         &self,
         req: HttpRequest,
         tx: completions::Sender<Input>,
         span: Span,
         binding: Option<Binding>,
-    ) {
-        self.exchange_inner(req, tx, &span, binding)
-            .instrument(span.clone())
-            .await;
+    ) -> impl Future<Output = ()> + '_ {
+        // A plain function, not an `async` one: the exchange's future is the instrumented one
+        // itself, without a wrapper that would keep its own copy of the arguments.
+        self.exchange_inner(req, tx, span.clone(), binding)
+            .instrument(span)
     }
 
     async fn exchange_inner(
         &self,
-        req: HttpRequest,
+        mut req: HttpRequest,
         tx: completions::Sender<Input>,
-        span: &Span,
+        span: Span,
         binding: Option<Binding>,
     ) {
+        let span = &span;
         let op = req.op;
         let fail = |kind: TransportErrorKind, message: String| {
             telemetry::record_failure(span, kind);
@@ -183,7 +185,6 @@ impl<R: Runtime> Transport<R> {
             start: R::now(),
             runtime: std::marker::PhantomData,
         };
-        let mut req = req;
         // Built-in credentials (AU-4..AU-8) and the host's hook (AU-1) both apply; a conflicting
         // header, a failing hook or missing required credentials block the send (AU-2, AU-3,
         // ER-12): never an unauthenticated request.
