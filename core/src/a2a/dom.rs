@@ -99,12 +99,13 @@ pub(crate) enum JsonNumber {
 }
 
 impl JsonNumber {
-    fn to_number(self) -> Number {
+    /// The `serde_json` number; `None` for a float JSON cannot hold, which reads as null as it
+    /// does in a `Value`.
+    fn to_number(self) -> Option<Number> {
         match self {
-            JsonNumber::PosInt(u) => u.into(),
-            JsonNumber::NegInt(i) => i.into(),
-            // Only finite floats are kept (see `visit_f64`).
-            JsonNumber::Float(f) => Number::from_f64(f).unwrap_or_else(|| 0.into()),
+            JsonNumber::PosInt(u) => Some(u.into()),
+            JsonNumber::NegInt(i) => Some(i.into()),
+            JsonNumber::Float(f) => Number::from_f64(f),
         }
     }
 }
@@ -157,7 +158,7 @@ impl<'a> Dom for Json<'a> {
         match self {
             Json::Null => View::Null,
             Json::Bool(b) => View::Bool(*b),
-            Json::Number(n) => View::Number(n.to_number()),
+            Json::Number(n) => n.to_number().map_or(View::Null, View::Number),
             Json::String(s) => View::String(s),
             Json::Array(a) => View::Array(a),
             Json::Object(o) => View::Object(o),
@@ -168,7 +169,7 @@ impl<'a> Dom for Json<'a> {
         match self {
             Json::Null => Value::Null,
             Json::Bool(b) => Value::Bool(*b),
-            Json::Number(n) => Value::Number(n.to_number()),
+            Json::Number(n) => n.to_number().map_or(Value::Null, Value::Number),
             Json::String(s) => Value::String((*s).to_owned()),
             Json::Array(a) => Value::Array(a.iter().map(Dom::to_value).collect()),
             Json::Object(o) => Value::Object(o.to_map()),
@@ -236,12 +237,8 @@ impl<'a> Visitor<'a> for JsonVisitor<'a> {
     }
 
     fn visit_f64<E>(self, f: f64) -> Result<Json<'a>, E> {
-        // The same rule as `Value`: a float JSON cannot hold reads as null.
-        Ok(if f.is_finite() {
-            Json::Number(JsonNumber::Float(f))
-        } else {
-            Json::Null
-        })
+        // A float JSON cannot hold reads as null when viewed (`JsonNumber::to_number`).
+        Ok(Json::Number(JsonNumber::Float(f)))
     }
 
     fn visit_borrowed_str<E>(self, s: &'a str) -> Result<Json<'a>, E> {
