@@ -213,18 +213,15 @@ pub fn answer_guarded<C: ControlPoint + ?Sized>(
     // Built only when a panic happened: the failure's message is an allocation every host call
     // would otherwise pay.
     let make_failure = HostReply::failure_maker(&request);
-    // The callback's future is created and boxed here, before anything waits: the future
-    // returned holds only the box and the failure's maker, not the request or an unboxed copy
-    // of the callback's future beside the box.
-    let started = std::panic::catch_unwind(AssertUnwindSafe(|| {
-        Box::pin(answer(control_point, request))
-    }));
+    // Boxed here, before anything waits: the future returned holds only the box and the
+    // failure's maker, not the request or an unboxed copy of the future beside the box.
+    // `answer` runs nothing until polled, so the callback's future is created inside the
+    // guarded poll.
+    let answering = Box::pin(answer(control_point, request));
     async move {
-        let failure = || make_failure(HostError::panicked(name));
-        match started {
-            Ok(future) => CatchUnwind(future).await.unwrap_or_else(failure),
-            Err(_) => failure(),
-        }
+        CatchUnwind(answering)
+            .await
+            .unwrap_or_else(|| make_failure(HostError::panicked(name)))
     }
 }
 
@@ -328,6 +325,20 @@ mod tests {
             panic!("a failure expected");
         };
         assert_eq!(e.code, codes::HOST_HANDLER_MISSING);
+    }
+
+    #[test]
+    fn a_callback_panicking_before_it_returns_its_future_becomes_its_failure() {
+        let cp = ControlPointBuilder::new()
+            .on_route(
+                |_| -> std::future::Ready<Result<RouteDecision, HostError>> { panic!("secret") },
+            )
+            .build();
+        let HostReply::Route(Err(e)) = block_on(answer_guarded(&cp, route())) else {
+            panic!("a failure expected");
+        };
+        assert_eq!(e.code, codes::HOST_CALLBACK_PANICKED);
+        assert!(!e.message.contains("secret"));
     }
 
     #[test]
