@@ -112,16 +112,11 @@ impl<T> Sender<T> {
     /// Queues `item` if there is room now; gives it back when the queue is full or the
     /// receiver is gone.
     pub(crate) fn try_send(&self, item: T) -> Result<(), T> {
-        let mut state = self.shared.state();
+        let state = self.shared.state();
         if !state.receiving || state.items.len() >= state.bound {
             return Err(item);
         }
-        state.items.push_back(item);
-        let receiver = state.receiver.take();
-        drop(state);
-        if let Some(w) = receiver {
-            w.wake();
-        }
+        push(state, item);
         Ok(())
     }
 
@@ -148,13 +143,18 @@ impl<T> Sender<T> {
             }
             return Poll::Pending;
         }
-        state.items.push_back(value);
-        let receiver = state.receiver.take();
-        drop(state);
-        if let Some(w) = receiver {
-            w.wake();
-        }
+        push(state, value);
         Poll::Ready(Ok(()))
+    }
+}
+
+/// Queues `item` and wakes a waiting receiver, outside the lock.
+fn push<T>(mut state: MutexGuard<'_, State<T>>, item: T) {
+    state.items.push_back(item);
+    let receiver = state.receiver.take();
+    drop(state);
+    if let Some(w) = receiver {
+        w.wake();
     }
 }
 
@@ -173,12 +173,7 @@ impl<T> std::fmt::Debug for Receiver<T> {
 impl<T> Receiver<T> {
     /// The next queued item, without waiting.
     pub(crate) fn try_recv(&mut self) -> Option<T> {
-        let mut state = self.shared.state();
-        let item = pop(&mut state)?;
-        let blocked = take_blocked(&mut state);
-        drop(state);
-        blocked.into_iter().for_each(Waker::wake);
-        Some(item)
+        pop(self.shared.state())
     }
 
     /// Gives the buffer's memory back if nothing is queued (a receiver about to wait long).
@@ -192,39 +187,33 @@ impl<T> Receiver<T> {
     /// The next queued item; `None` once every sender is gone and nothing is left.
     pub(crate) fn poll_recv(&mut self, cx: &mut Context<'_>) -> Poll<Option<T>> {
         let mut state = self.shared.state();
-        match pop(&mut state) {
-            Some(item) => {
-                let blocked = take_blocked(&mut state);
-                drop(state);
-                blocked.into_iter().for_each(Waker::wake);
-                Poll::Ready(Some(item))
+        if state.items.is_empty() {
+            if state.senders == 0 {
+                return Poll::Ready(None);
             }
-            None if state.senders == 0 => Poll::Ready(None),
-            None => {
-                remember(&mut state.receiver, cx.waker());
-                Poll::Pending
-            }
+            remember(&mut state.receiver, cx.waker());
+            return Poll::Pending;
         }
+        Poll::Ready(pop(state))
     }
 }
 
-/// The oldest item; a large buffer left empty is given back.
-fn pop<T>(state: &mut State<T>) -> Option<T> {
+/// The oldest item, waking the senders waiting for the room it leaves (outside the lock); a
+/// large buffer left empty is given back.
+fn pop<T>(mut state: MutexGuard<'_, State<T>>) -> Option<T> {
     let item = state.items.pop_front()?;
     if state.items.is_empty() && state.items.capacity() > KEEP_AT_MOST {
         state.items = VecDeque::new();
     }
-    Some(item)
-}
-
-/// The senders waiting for room, when one was just made; taking an empty list allocates
-/// nothing.
-fn take_blocked<T>(state: &mut State<T>) -> Vec<Waker> {
-    if state.blocked.is_empty() {
+    // Nobody blocked (nearly always): the list keeps its room for the next time.
+    let blocked = if state.blocked.is_empty() {
         Vec::new()
     } else {
         std::mem::take(&mut state.blocked)
-    }
+    };
+    drop(state);
+    blocked.into_iter().for_each(Waker::wake);
+    Some(item)
 }
 
 impl<T> Stream for Receiver<T> {
