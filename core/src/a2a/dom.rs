@@ -114,7 +114,7 @@ impl JsonNumber {
 const _: () = assert!(!core::mem::needs_drop::<Json<'static>>());
 
 /// The members of a [`Json`] object in document order, repeated names included.
-#[derive(Debug, Clone, Copy, PartialEq, Default)]
+#[derive(Debug, Clone, Copy, PartialEq)]
 pub(crate) struct JsonObject<'a>(&'a [(&'a str, Json<'a>)]);
 
 impl<'a> Json<'a> {
