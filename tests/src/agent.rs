@@ -1137,24 +1137,24 @@ impl ScriptedAgent {
                 end: true,
             };
         }
-        if req.jsonrpc {
-            // The same bytes as `json!({"jsonrpc": …, "id": …, "result": …})`, written without
-            // building that object first.
-            #[derive(serde::Serialize)]
-            struct RpcResult<'a, T> {
-                jsonrpc: &'static str,
-                id: &'a Option<Value>,
-                result: &'a T,
-            }
-            let body = RpcResult {
+        // The same bytes as `json!({"jsonrpc": …, "id": …, "result": …})`, written without
+        // building that object first.
+        #[derive(serde::Serialize)]
+        struct RpcResult<'a, T> {
+            jsonrpc: &'static str,
+            id: &'a Option<Value>,
+            result: &'a T,
+        }
+        let body = if req.jsonrpc {
+            serde_json::to_vec(&RpcResult {
                 jsonrpc: "2.0",
                 id: &req.rpc_id,
                 result: &result,
-            };
-            json_reply_bytes(200, serde_json::to_vec(&body).expect("json"))
+            })
         } else {
-            json_reply_bytes(200, serde_json::to_vec(&result).expect("json"))
-        }
+            serde_json::to_vec(&result)
+        };
+        json_reply_bytes(200, body.expect("json"))
     }
 
     fn error(
