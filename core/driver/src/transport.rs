@@ -284,6 +284,9 @@ impl<R: Runtime> Transport<R> {
             status: parts.status.as_u16(),
             headers,
         };
+        // hyper's header values share the connection's read buffer: released now, the buffer
+        // can take the next response in place instead of a fresh block.
+        drop(parts);
         if tx.send(head).await.is_err() {
             return;
         }
