@@ -14,6 +14,7 @@ use a2at_core::auth::{
     parse_login_response, plan_auth,
 };
 use a2at_core::protolog::{self, LogConfig};
+use futures::future::{BoxFuture, Either, Ready, ready};
 use http_body_util::BodyExt;
 
 use crate::http::{HttpClient, build_request, header_text};
@@ -68,21 +69,36 @@ impl Authenticator {
     }
 
     /// What to add to a request to `agent`, logging in first when a token is missing or stale.
-    pub(crate) async fn material<R: Runtime>(
+    ///
+    /// Ready at once for an agent without credentials. Resolving credentials is boxed: it
+    /// concerns few agents, and every exchange's future would otherwise carry its state.
+    pub(crate) fn material<'a, R: Runtime>(
+        &'a self,
+        agent: &'a str,
+        client: &'a HttpClient<R>,
+        log: &'a LogConfig,
+    ) -> Either<Ready<MaterialResult>, BoxFuture<'a, MaterialResult>> {
+        // A copy: the plans may change while this request logs in.
+        let Some(Planned { plan, generation }) = self.plan(agent) else {
+            return Either::Left(ready(Ok(AuthMaterial::default())));
+        };
+        match plan {
+            Err(e) => Either::Left(ready(Err(e))),
+            Ok(plan) if plan.is_empty() => Either::Left(ready(Ok(AuthMaterial::default()))),
+            Ok(plan) => Either::Right(Box::pin(self.resolve(plan, generation, agent, client, log))),
+        }
+    }
+
+    /// The material of `agent`'s non-empty `plan`, logging in first when a token is missing or
+    /// stale.
+    async fn resolve<R: Runtime>(
         &self,
+        plan: AuthPlan,
+        generation: u64,
         agent: &str,
         client: &HttpClient<R>,
         log: &LogConfig,
     ) -> Result<AuthMaterial, String> {
-        // A copy: the plans may change while this request logs in.
-        let Some(Planned { plan, generation }) = self.plan(agent) else {
-            return Ok(AuthMaterial::default());
-        };
-        let plan = match plan {
-            Err(e) => return Err(e),
-            Ok(plan) if plan.is_empty() => return Ok(AuthMaterial::default()),
-            Ok(plan) => plan,
-        };
         // Tokens are cached per plan: a token logged in for an agent's old card (its login
         // endpoint, its scheme) is never sent under the card that replaced it.
         let key = cache_key(agent, generation);
@@ -131,6 +147,9 @@ impl Authenticator {
         }
     }
 }
+
+/// The material for one request, or why there is none.
+type MaterialResult = Result<AuthMaterial, String>;
 
 impl Authenticator {
     /// The plan of `agent` now.
