@@ -219,24 +219,27 @@ impl<R: Runtime> HttpClient<R> {
     /// Like [`HttpClient::send_prepared`], for a caller that reads the response body itself
     /// and then gives its connection back to the pool ([`Lent::give_back`]): nothing waits
     /// for the connection to become idle meanwhile.
-    pub(crate) async fn send_lending(
+    ///
+    /// Not an `async fn`, nor is what it calls: each such layer would keep its own copy of the
+    /// request in the exchange's future.
+    pub(crate) fn send_lending(
         &self,
         request: http::Request<Full<Bytes>>,
-    ) -> Result<(http::Response<hyper::body::Incoming>, Lent<R>), (TransportErrorKind, String)>
+    ) -> impl Future<Output = Result<(http::Response<Incoming>, Lent<R>), Failure>> + Send + '_
     {
         self.sent.fetch_add(1, Ordering::Relaxed);
-        self.connector.lend(request).await
+        self.connector.lend(request)
     }
 
     /// Sends one request the hook already ran on over HTTP/2 (prior knowledge on `http://`,
     /// ALPN `h2` on `https://`) and waits for the response head; the body ends with the
     /// trailers, if any.
-    pub(crate) async fn send_http2_prepared(
+    pub(crate) fn send_http2_prepared(
         &self,
         request: http::Request<Full<Bytes>>,
-    ) -> Result<http::Response<hyper::body::Incoming>, (TransportErrorKind, String)> {
+    ) -> impl Future<Output = Result<http::Response<Incoming>, Failure>> + Send + '_ {
         self.sent.fetch_add(1, Ordering::Relaxed);
-        self.http2.request(request).await
+        self.http2.request(request)
     }
 }
 
@@ -278,32 +281,40 @@ impl<R: Runtime> Connector<R> {
     }
 
     /// Like [`Connector::request`], but the caller, which reads the body, gives the connection
-    /// back itself ([`Lent::give_back`]).
-    async fn lend(
+    /// back itself ([`Lent::give_back`]). An `async` block, which holds the request once, where
+    /// an `async fn` would hold its argument and a moved copy.
+    #[allow(
+        clippy::manual_async_fn,
+        reason = "an async fn would hold the request twice (see above)"
+    )]
+    fn lend(
         &self,
         mut request: http::Request<Full<Bytes>>,
-    ) -> Result<(http::Response<Incoming>, Lent<R>), Failure> {
-        let origin = origin_form(&mut request)?;
-        loop {
-            let (mut sender, pooled) = match self.idle.checkout(&origin) {
-                Some(sender) => (sender, true),
-                // Boxed: a connect (TCP, TLS, proxy tunnel) is a large future that pooled
-                // requests never need, and every in-flight exchange would carry its size.
-                None => (Box::pin(self.connect(&origin)).await?, false),
-            };
-            match sender.try_send_request(request).await {
-                Ok(response) => {
-                    let lent = Lent {
-                        origin,
-                        sender,
-                        idle: self.idle.clone(),
-                    };
-                    return Ok((response, lent));
+    ) -> impl Future<Output = Result<(http::Response<Incoming>, Lent<R>), Failure>> + Send + '_
+    {
+        async move {
+            let origin = origin_form(&mut request)?;
+            loop {
+                let (mut sender, pooled) = match self.idle.checkout(&origin) {
+                    Some(sender) => (sender, true),
+                    // Boxed: a connect (TCP, TLS, proxy tunnel) is a large future that pooled
+                    // requests never need, and every in-flight exchange would carry its size.
+                    None => (Box::pin(self.connect(&origin)).await?, false),
+                };
+                match sender.try_send_request(request).await {
+                    Ok(response) => {
+                        let lent = Lent {
+                            origin,
+                            sender,
+                            idle: self.idle.clone(),
+                        };
+                        return Ok((response, lent));
+                    }
+                    Err(mut e) => match e.take_message() {
+                        Some(unsent) if pooled => request = unsent,
+                        _ => return Err((TransportErrorKind::Io, describe(e.error()))),
+                    },
                 }
-                Err(mut e) => match e.take_message() {
-                    Some(unsent) if pooled => request = unsent,
-                    _ => return Err((TransportErrorKind::Io, describe(e.error()))),
-                },
             }
         }
     }

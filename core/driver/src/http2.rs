@@ -120,36 +120,44 @@ impl<R: Runtime> Http2Connector<R> {
     /// Sends one request (absolute URL) on the origin's connection, opening one when there is
     /// none or it closed, and waits for the response head. A request the existing connection
     /// could not take (closed meanwhile) goes to a new one.
-    pub(crate) async fn request(
+    ///
+    /// An `async` block, which holds the request once, where an `async fn` would hold its
+    /// argument and a moved copy.
+    #[allow(
+        clippy::manual_async_fn,
+        reason = "an async fn would hold the request twice (see above)"
+    )]
+    pub(crate) fn request(
         &self,
-        request: http::Request<Full<Bytes>>,
-    ) -> Result<http::Response<Incoming>, Failure> {
-        let mut request = request;
-        let origin = origin_of(&request)?;
-        // Connection-level headers have no place in HTTP/2; the authority travels in the URI.
-        request.headers_mut().remove(http::header::HOST);
-        loop {
-            let (mut sender, shared) = match self.existing(&origin) {
-                Some(sender) => (sender, true),
-                None => {
-                    // Boxed for the same reason as the HTTP/1.1 connect: rare and large.
-                    let sender = Box::pin(self.connect(&origin)).await?;
-                    self.connections
-                        .lock()
-                        .unwrap_or_else(|e| e.into_inner())
-                        .insert(origin.clone(), sender.clone());
-                    (sender, false)
-                }
-            };
-            match sender.try_send_request(request).await {
-                Ok(response) => return Ok(response),
-                Err(mut e) => match e.take_message() {
-                    Some(unsent) if shared => {
-                        self.forget(&origin);
-                        request = unsent;
+        mut request: http::Request<Full<Bytes>>,
+    ) -> impl Future<Output = Result<http::Response<Incoming>, Failure>> + Send + '_ {
+        async move {
+            let origin = origin_of(&request)?;
+            // Connection-level headers have no place in HTTP/2; the authority travels in the URI.
+            request.headers_mut().remove(http::header::HOST);
+            loop {
+                let (mut sender, shared) = match self.existing(&origin) {
+                    Some(sender) => (sender, true),
+                    None => {
+                        // Boxed for the same reason as the HTTP/1.1 connect: rare and large.
+                        let sender = Box::pin(self.connect(&origin)).await?;
+                        self.connections
+                            .lock()
+                            .unwrap_or_else(|e| e.into_inner())
+                            .insert(origin.clone(), sender.clone());
+                        (sender, false)
                     }
-                    _ => return Err((TransportErrorKind::Io, describe(e.error()))),
-                },
+                };
+                match sender.try_send_request(request).await {
+                    Ok(response) => return Ok(response),
+                    Err(mut e) => match e.take_message() {
+                        Some(unsent) if shared => {
+                            self.forget(&origin);
+                            request = unsent;
+                        }
+                        _ => return Err((TransportErrorKind::Io, describe(e.error()))),
+                    },
+                }
             }
         }
     }

@@ -4,14 +4,18 @@
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
+use a2at_core::auth::AuthMaterial;
 use a2at_core::io::{HttpRequest, Input, TransportError, TransportErrorKind};
 use a2at_core::protolog::{self, Channel, LogConfig, LogContext};
 use async_lock::{Semaphore, SemaphoreGuardArc};
-use http_body_util::BodyExt;
+use bytes::Bytes;
+use http_body_util::{BodyExt, Full};
 
 use crate::auth::Authenticator;
 use crate::completions;
-use crate::http::{HttpClient, build_request, describe, header_pairs, header_text, http_method};
+use crate::http::{
+    Failure, HttpClient, build_request, describe, header_pairs, header_text, http_method,
+};
 use crate::runtime::Runtime;
 use crate::telemetry;
 use a2at_core::a2a::Binding;
@@ -122,6 +126,9 @@ fn protocol_log_enabled() -> bool {
     tracing::enabled!(target: "a2at::protocol", tracing::Level::DEBUG)
 }
 
+/// A request ready for the client, with its protocol log context when that log is on.
+type Outgoing = (http::Request<Full<Bytes>>, Option<LogContext>);
+
 /// What an exchange task needs from the engine.
 pub(crate) struct Transport<R> {
     pub(crate) client: HttpClient<R>,
@@ -159,183 +166,197 @@ impl<R: Runtime> Transport<R> {
             .instrument(span)
     }
 
-    async fn exchange_inner(
+    /// The exchange itself (see [`Transport::exchange_in`]). An `async` block rather than an
+    /// `async fn`: the block uses what it captured in place, where an `async fn` keeps a moved
+    /// copy of each argument beside it for the exchange's whole life.
+    #[allow(
+        clippy::manual_async_fn,
+        reason = "an async fn would hold its arguments twice (see above)"
+    )]
+    fn exchange_inner(
         &self,
         mut req: HttpRequest,
         tx: completions::Sender<Input>,
         span: Span,
         binding: Option<Binding>,
-    ) {
-        let span = &span;
-        let op = req.op;
-        let fail = |kind: TransportErrorKind, message: String| {
-            telemetry::record_failure(span, kind);
-            Input::TransportFailed {
-                op,
-                error: TransportError { kind, message },
-            }
-        };
-        let (_permits, agent) = self.limits.acquire(&req.agent).await;
-        // Latency counts from here (queueing behind the limits excluded) to the end of the
-        // response or the failure, whichever way this function returns.
-        let _latency = Latency::<R> {
-            agent,
-            binding,
-            method: telemetry::a2a_method(req.purpose, req.streaming),
-            start: R::now(),
-            runtime: std::marker::PhantomData,
-        };
-        // Built-in credentials (AU-4..AU-8) and the host's hook (AU-1) both apply; a conflicting
-        // header, a failing hook or missing required credentials block the send (AU-2, AU-3,
-        // ER-12): never an unauthenticated request.
-        let material = match self
-            .credentials
-            .material(&req.agent, &self.client, &self.log)
-            .await
-        {
-            Ok(m) => m,
-            Err(message) => {
-                let _ = tx.send(fail(TransportErrorKind::Auth, message)).await;
-                return;
-            }
-        };
-        let provided = match &self.auth {
-            None => Vec::new(),
-            Some(hook) => match hook(&req) {
-                Ok(headers) => headers,
+    ) -> impl Future<Output = ()> + '_ {
+        async move {
+            let span = &span;
+            let op = req.op;
+            let fail = |kind: TransportErrorKind, message: String| {
+                telemetry::record_failure(span, kind);
+                Input::TransportFailed {
+                    op,
+                    error: TransportError { kind, message },
+                }
+            };
+            let (_permits, agent) = self.limits.acquire(&req.agent).await;
+            // Latency counts from here (queueing behind the limits excluded) to the end of the
+            // response or the failure, whichever way this function returns.
+            let _latency = Latency::<R> {
+                agent,
+                binding,
+                method: telemetry::a2a_method(req.purpose, req.streaming),
+                start: R::now(),
+                runtime: std::marker::PhantomData,
+            };
+            // Built-in credentials (AU-4..AU-8) and the host's hook (AU-1) both apply; a
+            // conflicting header, a failing hook or missing required credentials block the send
+            // (AU-2, AU-3, ER-12): never an unauthenticated request.
+            let material = match self
+                .credentials
+                .material(&req.agent, &self.client, &self.log)
+                .await
+            {
+                Ok(m) => m,
                 Err(message) => {
                     let _ = tx.send(fail(TransportErrorKind::Auth, message)).await;
                     return;
                 }
-            },
+            };
+            let http2 = req.http2;
+            let (request, log) = match self.outgoing(&mut req, &material) {
+                Ok(r) => r,
+                Err((kind, message)) => {
+                    let _ = tx.send(fail(kind, message)).await;
+                    return;
+                }
+            };
+            // An HTTP/1 connection comes lent: it goes back to the pool here once the body has been
+            // read to the end (an HTTP/2 one is shared by its requests and stays where it is).
+            let sent = if http2 {
+                self.client
+                    .send_http2_prepared(request)
+                    .await
+                    .map(|r| (r, None))
+            } else {
+                self.client
+                    .send_lending(request)
+                    .await
+                    .map(|(r, lent)| (r, Some(lent)))
+            };
+            let (response, mut lent) = match sent {
+                Ok(r) => r,
+                Err((kind, message)) => {
+                    let _ = tx.send(fail(kind, message)).await;
+                    return;
+                }
+            };
+            let (parts, mut body) = response.into_parts();
+            let headers = header_pairs(&parts.headers);
+            let mut body_log = log.map(|ctx| {
+                let status = parts.status.as_u16();
+                let head = protolog::format_response_head(&ctx, status, &headers, &self.log);
+                tracing::debug!(target: "a2at::protocol", "{head}");
+                let content_type = header_text(&parts.headers, http::header::CONTENT_TYPE);
+                BodyLog::new(ctx, content_type, self.log)
+            });
+            telemetry::record_status(span, parts.status.as_u16());
+            let head = Input::ResponseHead {
+                op,
+                status: parts.status.as_u16(),
+                headers,
+            };
+            // hyper's header values share the connection's read buffer: released now, the buffer
+            // can take the next response in place instead of a fresh block.
+            drop(parts);
+            if tx.send(head).await.is_err() {
+                return;
+            }
+            loop {
+                let input = match body.frame().await {
+                    None => {
+                        if let Some(l) = body_log.take() {
+                            l.finish();
+                        }
+                        if let Some(lent) = lent.take() {
+                            lent.give_back();
+                        }
+                        Input::ResponseEnd { op }
+                    }
+                    Some(Err(e)) => {
+                        let message = describe(&e);
+                        if let Some(l) = body_log.take() {
+                            l.interrupted(&message);
+                        }
+                        fail(TransportErrorKind::Io, message)
+                    }
+                    Some(Ok(frame)) => match frame.into_data() {
+                        Ok(data) if data.is_empty() => continue,
+                        Ok(data) => {
+                            if let Some(l) = &mut body_log {
+                                l.push(&data);
+                            }
+                            Input::ResponseBody {
+                                op,
+                                chunk: data.to_vec(),
+                            }
+                        }
+                        Err(frame) => match frame.into_trailers() {
+                            Ok(trailers) => Input::ResponseTrailers {
+                                op,
+                                trailers: header_pairs(&trailers),
+                            },
+                            Err(_) => continue,
+                        },
+                    },
+                };
+                let last = !matches!(
+                    input,
+                    Input::ResponseBody { .. } | Input::ResponseTrailers { .. }
+                );
+                if tx.send(input).await.is_err() || last {
+                    return;
+                }
+            }
+        }
+    }
+
+    /// The HTTP request `req` becomes, authenticated with `material` and the host's hook, after
+    /// the host's request hook; with its protocol log context when that log is on. A plain
+    /// function: the exchange's future then never holds the request it hands to the client.
+    fn outgoing(
+        &self,
+        req: &mut HttpRequest,
+        material: &AuthMaterial,
+    ) -> Result<Outgoing, Failure> {
+        let provided = match &self.auth {
+            None => Vec::new(),
+            Some(hook) => hook(req).map_err(|message| (TransportErrorKind::Auth, message))?,
         };
         let url_before = req.url.clone();
-        if let Err(e) = a2at_core::auth::apply(&material, &provided, &mut req) {
-            let _ = tx.send(fail(TransportErrorKind::Auth, e.to_string())).await;
-            return;
-        }
+        a2at_core::auth::apply(material, &provided, req)
+            .map_err(|e| (TransportErrorKind::Auth, e.to_string()))?;
         // Protocol log at the real boundary (PL-1): the request as sent, auth headers included,
         // always redacted. Built only when the `a2at::protocol` target is enabled at DEBUG.
         let mut shown = protocol_log_enabled().then(|| {
             let mut sent = req.clone();
-            a2at_core::auth::mask_applied(&mut sent, &material, &provided, &url_before);
+            a2at_core::auth::mask_applied(&mut sent, material, &provided, &url_before);
             sent
         });
-        let http2 = req.http2;
-        let request = match build_request(
+        let request = build_request(
             http_method(req.method),
             &req.url,
             &req.headers,
             std::mem::take(&mut req.body),
-        ) {
-            Ok(r) => r,
-            Err(e) => {
-                let message = format!("cannot build the HTTP request: {e}");
-                let _ = tx.send(fail(TransportErrorKind::Other, message)).await;
-                return;
-            }
-        };
+        )
+        .map_err(|e| {
+            (
+                TransportErrorKind::Other,
+                format!("cannot build the HTTP request: {e}"),
+            )
+        })?;
         // The host's request hook (gateway headers, URI rewrites) runs before the log entry,
         // so the log shows what really went out.
-        let request = match self.client.prepare(request) {
-            Ok(r) => r,
-            Err((kind, message)) => {
-                let _ = tx.send(fail(kind, message)).await;
-                return;
-            }
-        };
+        let request = self.client.prepare(request)?;
         let log = shown.as_mut().map(|sent| {
             if self.client.request_hook().is_some() {
-                show_hook_changes(sent, &req, &request, !material.query.is_empty());
+                show_hook_changes(sent, req, &request, !material.query.is_empty());
             }
             tracing::debug!(target: "a2at::protocol", "{}", protolog::format_request(sent, Channel::Task, &self.log));
             LogContext::of(sent, Channel::Task)
         });
-        // An HTTP/1 connection comes lent: it goes back to the pool here once the body has been
-        // read to the end (an HTTP/2 one is shared by its requests and stays where it is).
-        let sent = if http2 {
-            self.client
-                .send_http2_prepared(request)
-                .await
-                .map(|r| (r, None))
-        } else {
-            self.client
-                .send_lending(request)
-                .await
-                .map(|(r, lent)| (r, Some(lent)))
-        };
-        let (response, mut lent) = match sent {
-            Ok(r) => r,
-            Err((kind, message)) => {
-                let _ = tx.send(fail(kind, message)).await;
-                return;
-            }
-        };
-        let (parts, mut body) = response.into_parts();
-        let headers = header_pairs(&parts.headers);
-        let mut body_log = log.map(|ctx| {
-            tracing::debug!(target: "a2at::protocol", "{}", protolog::format_response_head(&ctx, parts.status.as_u16(), &headers, &self.log));
-            let content_type = header_text(&parts.headers, http::header::CONTENT_TYPE);
-            BodyLog::new(ctx, content_type, self.log)
-        });
-        telemetry::record_status(span, parts.status.as_u16());
-        let head = Input::ResponseHead {
-            op,
-            status: parts.status.as_u16(),
-            headers,
-        };
-        // hyper's header values share the connection's read buffer: released now, the buffer
-        // can take the next response in place instead of a fresh block.
-        drop(parts);
-        if tx.send(head).await.is_err() {
-            return;
-        }
-        loop {
-            let input = match body.frame().await {
-                None => {
-                    if let Some(l) = body_log.take() {
-                        l.finish();
-                    }
-                    if let Some(lent) = lent.take() {
-                        lent.give_back();
-                    }
-                    Input::ResponseEnd { op }
-                }
-                Some(Err(e)) => {
-                    let message = describe(&e);
-                    if let Some(l) = body_log.take() {
-                        l.interrupted(&message);
-                    }
-                    fail(TransportErrorKind::Io, message)
-                }
-                Some(Ok(frame)) => match frame.into_data() {
-                    Ok(data) if data.is_empty() => continue,
-                    Ok(data) => {
-                        if let Some(l) = &mut body_log {
-                            l.push(&data);
-                        }
-                        Input::ResponseBody {
-                            op,
-                            chunk: data.to_vec(),
-                        }
-                    }
-                    Err(frame) => match frame.into_trailers() {
-                        Ok(trailers) => Input::ResponseTrailers {
-                            op,
-                            trailers: header_pairs(&trailers),
-                        },
-                        Err(_) => continue,
-                    },
-                },
-            };
-            let last = !matches!(
-                input,
-                Input::ResponseBody { .. } | Input::ResponseTrailers { .. }
-            );
-            if tx.send(input).await.is_err() || last {
-                return;
-            }
-        }
+        Ok((request, log))
     }
 }
 
