@@ -122,9 +122,12 @@ impl<T> Sender<T> {
 
     /// Queues `item`, waiting while the queue is full. Gives the item back when the receiver
     /// is gone.
-    pub(crate) async fn send(&self, item: T) -> Result<(), T> {
+    ///
+    /// Not an `async fn`: one would keep the item twice in its future, as its argument and as
+    /// the slot it is sent from.
+    pub(crate) fn send(&self, item: T) -> impl Future<Output = Result<(), T>> + '_ {
         let mut item = Some(item);
-        std::future::poll_fn(|cx| self.poll_send(cx, &mut item)).await
+        std::future::poll_fn(move |cx| self.poll_send(cx, &mut item))
     }
 
     fn poll_send(&self, cx: &mut Context<'_>, item: &mut Option<T>) -> Poll<Result<(), T>> {
