@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use a2at_core::auth::AuthMaterial;
-use a2at_core::io::{HttpRequest, Input, TransportError, TransportErrorKind};
+use a2at_core::io::{HttpRequest, Input, OpPurpose, TransportError, TransportErrorKind};
 use a2at_core::protolog::{self, Channel, LogConfig, LogContext};
 use async_lock::{Semaphore, SemaphoreGuardArc};
 use bytes::Bytes;
@@ -126,8 +126,9 @@ fn protocol_log_enabled() -> bool {
     tracing::enabled!(target: "a2at::protocol", tracing::Level::DEBUG)
 }
 
-/// A request ready for the client, with its protocol log context when that log is on.
-type Outgoing = (http::Request<Full<Bytes>>, Option<LogContext>);
+/// A request ready for the client, with its protocol log context when that log is on (boxed:
+/// the log is rarely on, and every exchange's future would carry the context).
+type Outgoing = (http::Request<Full<Bytes>>, Option<Box<LogContext>>);
 
 /// What an exchange task needs from the engine.
 pub(crate) struct Transport<R> {
@@ -196,7 +197,8 @@ impl<R: Runtime> Transport<R> {
             let _latency = Latency::<R> {
                 agent,
                 binding,
-                method: telemetry::a2a_method(req.purpose, req.streaming),
+                purpose: req.purpose,
+                streaming: req.streaming,
                 start: R::now(),
                 runtime: std::marker::PhantomData,
             };
@@ -249,7 +251,7 @@ impl<R: Runtime> Transport<R> {
                 let head = protolog::format_response_head(&ctx, status, &headers, &self.log);
                 tracing::debug!(target: "a2at::protocol", "{head}");
                 let content_type = header_text(&parts.headers, http::header::CONTENT_TYPE);
-                BodyLog::new(ctx, content_type, self.log)
+                Box::new(BodyLog::new(*ctx, content_type, self.log))
             });
             telemetry::record_status(span, parts.status.as_u16());
             let head = Input::ResponseHead {
@@ -354,7 +356,7 @@ impl<R: Runtime> Transport<R> {
                 show_hook_changes(sent, req, &request, !material.query.is_empty());
             }
             tracing::debug!(target: "a2at::protocol", "{}", protolog::format_request(sent, Channel::Task, &self.log));
-            LogContext::of(sent, Channel::Task)
+            Box::new(LogContext::of(sent, Channel::Task))
         });
         Ok((request, log))
     }
@@ -365,7 +367,10 @@ impl<R: Runtime> Transport<R> {
 struct Latency<R: Runtime> {
     agent: Arc<str>,
     binding: Option<Binding>,
-    method: &'static str,
+    /// The A2A method's name is worked out when the latency is recorded: two bytes held by
+    /// every exchange instead of a sixteen-byte name.
+    purpose: OpPurpose,
+    streaming: bool,
     start: std::time::Instant,
     runtime: std::marker::PhantomData<fn() -> R>,
 }
@@ -375,7 +380,7 @@ impl<R: Runtime> Drop for Latency<R> {
         crate::metrics::request_duration(
             &self.agent,
             self.binding,
-            self.method,
+            telemetry::a2a_method(self.purpose, self.streaming),
             crate::runtime::elapsed::<R>(self.start),
         );
     }
