@@ -1327,7 +1327,9 @@ pub fn apply(
             None => req.headers.push(("Cookie".into(), add.into())),
         }
     }
-    req.url = append_query(&req.url, &material.query);
+    if !material.query.is_empty() {
+        req.url = append_query(&req.url, &material.query);
+    }
     Ok(())
 }
 
