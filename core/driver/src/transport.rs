@@ -326,12 +326,13 @@ impl<R: Runtime> Transport<R> {
             None => Vec::new(),
             Some(hook) => hook(req).map_err(|message| (TransportErrorKind::Auth, message))?,
         };
-        let url_before = req.url.clone();
+        // Protocol log at the real boundary (PL-1): the request as sent, auth headers included,
+        // always redacted. Built only when the `a2at::protocol` target is enabled at DEBUG; its
+        // masking needs the URL as it was before authentication.
+        let url_before = protocol_log_enabled().then(|| req.url.clone());
         a2at_core::auth::apply(material, &provided, req)
             .map_err(|e| (TransportErrorKind::Auth, e.to_string()))?;
-        // Protocol log at the real boundary (PL-1): the request as sent, auth headers included,
-        // always redacted. Built only when the `a2at::protocol` target is enabled at DEBUG.
-        let mut shown = protocol_log_enabled().then(|| {
+        let mut shown = url_before.map(|url_before| {
             let mut sent = req.clone();
             a2at_core::auth::mask_applied(&mut sent, material, &provided, &url_before);
             sent
