@@ -224,8 +224,9 @@ impl<R: Runtime> Transport<R> {
                     return;
                 }
             };
-            // An HTTP/1 connection comes lent: it goes back to the pool here once the body has been
-            // read to the end (an HTTP/2 one is shared by its requests and stays where it is).
+            // An HTTP/1 connection comes lent: it goes back to the pool here once the body has
+            // been read to the end (an HTTP/2 one is shared by its requests and stays where it
+            // is).
             let sent = if http2 {
                 self.client
                     .send_http2_prepared(request)
