@@ -7,6 +7,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use crate::ScriptedAgent;
+use crate::capture::{SharedBuffer, log_subscriber};
 use crate::loopback::LoopbackServer;
 use a2at_core::a2a::AgentCard;
 use a2at_core::auth::{CredentialKey, CredentialsConfig, encrypt_value};
@@ -128,6 +129,48 @@ pub fn an_api_key_in_the_query_is_added_to_the_url<T: TestRuntime>() {
         let sent = server.requests_to("alpha", "SendMessage");
         assert!(sent[0].url.contains("api_key=k%201%262"), "{}", sent[0].url);
     })
+}
+
+/// The protocol log shows the request as sent, but a credential that authentication put in the
+/// query is masked there: the log's copy is rebuilt from the URL as it was before
+/// authentication. The parameter's name (`k`) is not one the log masks by itself.
+pub fn a_query_credential_is_masked_in_the_protocol_log<T: TestRuntime>() {
+    let captured = SharedBuffer::default();
+    let _guard = tracing::subscriber::set_default(log_subscriber(&captured));
+    T::block_on(async {
+        let server = LoopbackServer::start(vec![ScriptedAgent::new("alpha")]).await;
+        let schemes = json!({"key": {"apiKeySecurityScheme": {"location": "query", "name": "k"}}});
+        let reqs = json!([{"schemes": {"key": {}}}]);
+        let creds = CredentialsConfig::from_json_value(
+            &json!({"alpha": {"key": {"api_key": "PLANTED-QUERY-KEY-5e1d"}}}),
+            None,
+        )
+        .unwrap();
+        let engine = Engine::<T>::builder(secured(&server, schemes, reqs))
+            .credentials(creds)
+            .build()
+            .unwrap();
+        assert!(run_once(&engine).await.success);
+        let sent = server.requests_to("alpha", "SendMessage");
+        assert!(
+            sent[0].url.contains("k=PLANTED-QUERY-KEY-5e1d"),
+            "the wire carries the key: {}",
+            sent[0].url
+        );
+    });
+    let logs = captured.text();
+    assert!(
+        logs.contains(">>> REQUEST POST"),
+        "the request is logged:\n{logs}"
+    );
+    assert!(
+        logs.contains("k=***"),
+        "the logged URL shows the parameter, masked:\n{logs}"
+    );
+    assert!(
+        !logs.contains("PLANTED-QUERY-KEY-5e1d"),
+        "the key leaked into the logs:\n{logs}"
+    );
 }
 
 pub fn a_conflicting_header_from_the_hook_blocks_the_send<T: TestRuntime>() {

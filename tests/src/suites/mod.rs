@@ -240,6 +240,7 @@ macro_rules! auth_suite {
                 a_card_that_requires_auth_is_never_called_without_credentials,
                 a_static_encrypted_token_is_sent_as_a_bearer_header,
                 an_api_key_in_the_query_is_added_to_the_url,
+                a_query_credential_is_masked_in_the_protocol_log,
                 a_conflicting_header_from_the_hook_blocks_the_send,
                 a_login_token_is_fetched_once_and_reused_by_concurrent_runs,
                 a_replaced_card_with_another_auth_plan_never_reuses_the_old_token,
