@@ -315,9 +315,10 @@ impl<R: Runtime> Transport<R> {
         }
     }
 
-    /// The HTTP request `req` becomes, authenticated with `material` and the host's hook, after
-    /// the host's request hook; with its protocol log context when that log is on. A plain
-    /// function: the exchange's future then never holds the request it hands to the client.
+    /// The HTTP request `req` becomes: authenticated with `material` and the headers of the
+    /// host's authentication hook, then passed through the host's request hook; with its
+    /// protocol log context when that log is on. A plain function: the exchange's future then
+    /// never holds the request it hands to the client.
     fn outgoing(
         &self,
         req: &mut HttpRequest,
