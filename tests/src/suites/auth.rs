@@ -110,21 +110,23 @@ pub fn a_static_encrypted_token_is_sent_as_a_bearer_header<T: TestRuntime>() {
     })
 }
 
+/// An engine whose agent `alpha` takes API key `key` in query parameter `name`.
+fn query_key_engine<T: TestRuntime>(server: &LoopbackServer, name: &str, key: &str) -> Engine<T> {
+    let schemes = json!({"key": {"apiKeySecurityScheme": {"location": "query", "name": name}}});
+    let reqs = json!([{"schemes": {"key": {}}}]);
+    let creds =
+        CredentialsConfig::from_json_value(&json!({"alpha": {"key": {"api_key": key}}}), None)
+            .unwrap();
+    Engine::<T>::builder(secured(server, schemes, reqs))
+        .credentials(creds)
+        .build()
+        .unwrap()
+}
+
 pub fn an_api_key_in_the_query_is_added_to_the_url<T: TestRuntime>() {
     T::block_on(async {
         let server = LoopbackServer::start(vec![ScriptedAgent::new("alpha")]).await;
-        let schemes =
-            json!({"key": {"apiKeySecurityScheme": {"location": "query", "name": "api_key"}}});
-        let reqs = json!([{"schemes": {"key": {}}}]);
-        let creds = CredentialsConfig::from_json_value(
-            &json!({"alpha": {"key": {"api_key": "k 1&2"}}}),
-            None,
-        )
-        .unwrap();
-        let engine = Engine::<T>::builder(secured(&server, schemes, reqs))
-            .credentials(creds)
-            .build()
-            .unwrap();
+        let engine = query_key_engine::<T>(&server, "api_key", "k 1&2");
         assert!(run_once(&engine).await.success);
         let sent = server.requests_to("alpha", "SendMessage");
         assert!(sent[0].url.contains("api_key=k%201%262"), "{}", sent[0].url);
@@ -139,17 +141,7 @@ pub fn a_query_credential_is_masked_in_the_protocol_log<T: TestRuntime>() {
     let _guard = tracing::subscriber::set_default(log_subscriber(&captured));
     T::block_on(async {
         let server = LoopbackServer::start(vec![ScriptedAgent::new("alpha")]).await;
-        let schemes = json!({"key": {"apiKeySecurityScheme": {"location": "query", "name": "k"}}});
-        let reqs = json!([{"schemes": {"key": {}}}]);
-        let creds = CredentialsConfig::from_json_value(
-            &json!({"alpha": {"key": {"api_key": "PLANTED-QUERY-KEY-5e1d"}}}),
-            None,
-        )
-        .unwrap();
-        let engine = Engine::<T>::builder(secured(&server, schemes, reqs))
-            .credentials(creds)
-            .build()
-            .unwrap();
+        let engine = query_key_engine::<T>(&server, "k", "PLANTED-QUERY-KEY-5e1d");
         assert!(run_once(&engine).await.success);
         let sent = server.requests_to("alpha", "SendMessage");
         assert!(
