@@ -204,41 +204,38 @@ impl<R: Runtime> Transport<R> {
             };
             // Built-in credentials (AU-4..AU-8) and the host's hook (AU-1) both apply; a
             // conflicting header, a failing hook or missing required credentials block the send
-            // (AU-2, AU-3, ER-12): never an unauthenticated request.
-            let material = match self
-                .credentials
-                .material(&req.agent, &self.client, &self.log)
-                .await
-            {
-                Ok(m) => m,
-                Err(message) => {
-                    let _ = tx.send(fail(TransportErrorKind::Auth, message)).await;
-                    return;
-                }
-            };
-            let http2 = req.http2;
-            let (request, log) = match self.outgoing(&mut req, &material) {
-                Ok(r) => r,
-                Err((kind, message)) => {
-                    let _ = tx.send(fail(kind, message)).await;
-                    return;
-                }
-            };
-            // An HTTP/1 connection comes lent: it goes back to the pool here once the body has
-            // been read to the end (an HTTP/2 one is shared by its requests and stays where it
-            // is).
-            let sent = if http2 {
-                self.client
-                    .send_http2_prepared(request)
+            // (AU-2, AU-3, ER-12): never an unauthenticated request. Any failure up to the
+            // response head is reported in one place below.
+            let answered: Result<_, Failure> = 'send: {
+                let material = match self
+                    .credentials
+                    .material(&req.agent, &self.client, &self.log)
                     .await
-                    .map(|r| (r, None))
-            } else {
-                self.client
-                    .send_lending(request)
-                    .await
-                    .map(|(r, lent)| (r, Some(lent)))
+                {
+                    Ok(m) => m,
+                    Err(message) => break 'send Err((TransportErrorKind::Auth, message)),
+                };
+                let (request, log) = match self.outgoing(&mut req, &material) {
+                    Ok(r) => r,
+                    Err(failure) => break 'send Err(failure),
+                };
+                // An HTTP/1 connection comes lent: it goes back to the pool here once the body
+                // has been read to the end (an HTTP/2 one is shared by its requests and stays
+                // where it is).
+                let sent = if req.http2 {
+                    self.client
+                        .send_http2_prepared(request)
+                        .await
+                        .map(|r| (r, None))
+                } else {
+                    self.client
+                        .send_lending(request)
+                        .await
+                        .map(|(r, lent)| (r, Some(lent)))
+                };
+                sent.map(|(response, lent)| (response, lent, log))
             };
-            let (response, mut lent) = match sent {
+            let (response, mut lent, log) = match answered {
                 Ok(r) => r,
                 Err((kind, message)) => {
                     let _ = tx.send(fail(kind, message)).await;
