@@ -1,5 +1,6 @@
 //! The set of agents a run may address: validated cards with their selected endpoints.
 
+use crate::SharedStr;
 use std::collections::BTreeMap;
 
 use crate::a2a::{
@@ -9,6 +10,8 @@ use crate::a2a::{
 /// One addressable agent.
 #[derive(Debug, Clone, PartialEq)]
 pub struct AgentEntry {
+    /// The card's name, shared by every request sent to the agent.
+    pub name: SharedStr,
     /// The card as given.
     pub card: AgentCard,
     /// The interface chosen for it (a2a-wire §7.1).
@@ -66,6 +69,7 @@ impl AgentDirectory {
             })?;
         let streaming = card.capabilities.streaming.unwrap_or(false);
         Ok(AgentEntry {
+            name: card.name.as_str().into(),
             card,
             endpoint,
             streaming,

@@ -1302,7 +1302,7 @@ pub fn apply(
 ) -> Result<(), AuthError> {
     if req.http2 && !material.query.is_empty() {
         return Err(AuthError::QueryOverGrpc {
-            agent: req.agent.clone(),
+            agent: req.agent.to_string(),
         });
     }
     let headers = merge_headers(&material.headers, provider_headers)?;

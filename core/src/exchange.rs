@@ -58,7 +58,7 @@ pub(crate) fn open(
     );
     let request = HttpRequest {
         op: spec.op,
-        agent: agent.card.name.clone(),
+        agent: agent.name.clone(),
         purpose: spec.purpose,
         method: encoded.method,
         url: encoded.url,

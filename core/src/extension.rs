@@ -383,9 +383,9 @@ impl Link {
             limits: self.config.decode_limits,
             correlation: Arc::new(Correlation {
                 execution_id: "".into(),
-                step: self.operation.to_owned(),
+                step: self.operation.into(),
                 subtask_index: 0,
-                logical_task_id: String::new(),
+                logical_task_id: "".into(),
                 context_id: self.context_id.clone(),
                 remote_task_id: self.remote_task_id.clone(),
             }),
@@ -634,15 +634,15 @@ impl Authorization {
         );
         let agents = AgentDirectory::single(entry);
         let request = TaskRequest {
-            execution_id: String::new(),
-            task_id: String::new(),
-            step_name: "authorization".to_owned(),
+            execution_id: "".into(),
+            task_id: "".into(),
+            step_name: "authorization".into(),
             subtask_index: 0,
-            agent_name: agent.to_owned(),
-            skill: String::new(),
-            instruction: String::new(),
-            input: BusinessInput::Text(String::new()),
-            language: String::new(),
+            agent_name: agent.into(),
+            skill: "".into(),
+            instruction: "".into(),
+            input: BusinessInput::Text("".into()),
+            language: "".into(),
             workflow_input: WorkflowInput::default(),
         };
         let mut env = Env {
@@ -783,7 +783,7 @@ impl Authorization {
         // No event shares it (none is selected), so this takes the result without a copy.
         let finished = Arc::unwrap_or_clone(finished);
         let result = AuthorizationResult {
-            agent_name: finished.agent_name,
+            agent_name: finished.agent_name.to_string(),
             success: finished.status == TaskStatus::Success,
             task_state: self.invocation.last_state(),
             task_id: finished.remote_task_id,

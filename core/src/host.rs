@@ -8,6 +8,7 @@
 //! Unimplemented callbacks fail explicitly ([`HostError::missing_handler`]): there is no
 //! echo-success, no implicit route approval and no automatic consent.
 
+use crate::SharedStr;
 use core::future::Future;
 use core::time::Duration;
 use std::sync::Arc;
@@ -112,24 +113,24 @@ impl MessageContent {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct TaskRequest {
     /// The run's execution id.
-    pub execution_id: String,
+    pub execution_id: SharedStr,
     /// Logical task id: stable for `(execution id, step, subtask index)`; not a remote A2A id.
-    pub task_id: String,
+    pub task_id: SharedStr,
     /// The step this subtask belongs to.
-    pub step_name: String,
+    pub step_name: SharedStr,
     /// Index of the subtask within its step.
     pub subtask_index: u32,
     /// The agent the subtask addresses (for SELF_LOOP steps, informational).
-    pub agent_name: String,
+    pub agent_name: SharedStr,
     /// The skill named by the workflow (informational).
-    pub skill: String,
+    pub skill: SharedStr,
     /// The current instruction only (the subtask description); never upstream history.
-    pub instruction: String,
+    pub instruction: SharedStr,
     /// The current business input; `Text(description)` unless the workflow gave one.
     pub input: BusinessInput,
     /// The run's language hint ([`RunStart::language`](crate::run::RunStart::language)); empty
     /// when the host did not set one.
-    pub language: String,
+    pub language: SharedStr,
     /// The run's intent and the selected upstream results.
     pub workflow_input: WorkflowInput,
 }
@@ -138,7 +139,7 @@ pub struct TaskRequest {
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct WorkflowInput {
     /// The runtime intent the host started the run with.
-    pub runtime_intent: String,
+    pub runtime_intent: SharedStr,
     /// Complete results of the selected upstream steps, in selection order.
     pub upstream_results: Vec<UpstreamStepResult>,
 }
@@ -147,7 +148,7 @@ pub struct WorkflowInput {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct UpstreamStepResult {
     /// The upstream step.
-    pub step_name: String,
+    pub step_name: SharedStr,
     /// One entry per subtask, in subtask order. Each result is shared with the run's own
     /// record of it (and with every other request that carries it), so a window costs no copy
     /// of the results.
@@ -183,17 +184,17 @@ impl TaskStatus {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct TaskExecutionResult {
     /// The step the subtask belongs to.
-    pub step_name: String,
+    pub step_name: SharedStr,
     /// Index of the subtask within its step.
     pub subtask_index: u32,
     /// The agent addressed.
-    pub agent_name: String,
+    pub agent_name: SharedStr,
     /// The skill named by the workflow.
-    pub skill: String,
+    pub skill: SharedStr,
     /// Logical task id (see [`TaskRequest::task_id`]).
-    pub task_id: String,
+    pub task_id: SharedStr,
     /// The subtask description.
-    pub task_description: String,
+    pub task_description: SharedStr,
     /// Success, failure or cancellation.
     pub status: TaskStatus,
     /// Convenience outputs: text and data from the result, in order, never flattened.
@@ -348,9 +349,9 @@ impl TaskResult {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct RouteRequest {
     /// The run's execution id.
-    pub execution_id: String,
+    pub execution_id: SharedStr,
     /// The source step of the edge.
-    pub step_name: String,
+    pub step_name: SharedStr,
     /// The target of the edge (a step name or a terminal marker).
     pub next_step: String,
     /// The edge's (non-blank) condition text.

@@ -7,6 +7,8 @@
 
 use serde::{Deserialize, Serialize};
 
+use crate::SharedStr;
+
 macro_rules! local_id {
     ($(#[$doc:meta])* $name:ident($inner:ty)) => {
         $(#[$doc])*
@@ -109,7 +111,7 @@ pub fn name_based_uuid(name: &str) -> String {
 /// The logical id of subtask `subtask` of step `step`: [`name_based_uuid`] of
 /// `"{execution_id}:{step}:{subtask}"`, hashed part by part instead of formatting that name first
 /// (two `format!`s per task were a visible share of a run's cost).
-pub(crate) fn task_uuid(execution_id: &str, step: &str, subtask: u32) -> String {
+pub(crate) fn task_uuid(execution_id: &str, step: &str, subtask: u32) -> SharedStr {
     // Decimal digits of `subtask`, written from the end of the buffer.
     let mut digits = [0u8; 10];
     let mut at = digits.len();
@@ -122,18 +124,25 @@ pub(crate) fn task_uuid(execution_id: &str, step: &str, subtask: u32) -> String 
             break;
         }
     }
-    uuid_of_parts(&[
+    let text = uuid_bytes_of_parts(&[
         execution_id.as_bytes(),
         b":",
         step.as_bytes(),
         b":",
         &digits[at..],
-    ])
+    ]);
+    SharedStr::from(ascii(&text))
 }
 
 /// [`name_based_uuid`] of the concatenation of `parts`: FNV-1a is a streaming hash, so hashing the
 /// parts in order equals hashing the joined name.
 fn uuid_of_parts(parts: &[&[u8]]) -> String {
+    ascii(&uuid_bytes_of_parts(parts)).to_owned()
+}
+
+/// [`uuid_of_parts`] as the text's bytes, so that each caller makes the string it keeps in one
+/// allocation.
+fn uuid_bytes_of_parts(parts: &[&[u8]]) -> [u8; 36] {
     fn fnv1a(parts: &[&[u8]], basis: u64) -> u64 {
         let mut h = basis;
         for b in parts.iter().flat_map(|p| p.iter()) {
@@ -146,13 +155,18 @@ fn uuid_of_parts(parts: &[&[u8]]) -> String {
     let lo = fnv1a(parts, 0x6C62_272E_07BB_0142 ^ hi);
     let hi = (hi & 0xFFFF_FFFF_FFFF_0FFF) | 0x0000_0000_0000_8000;
     let lo = (lo & 0x3FFF_FFFF_FFFF_FFFF) | 0x8000_0000_0000_0000;
-    uuid_text(hi, lo)
+    uuid_bytes(hi, lo)
 }
 
 /// `hi` and `lo` as `8-4-4-4-12` lowercase hex, the same text as
 /// `format!("{:08x}-{:04x}-{:04x}-{:04x}-{:012x}", …)` of their fields, written digit by digit:
 /// the formatting machinery cost more than the hashing.
 fn uuid_text(hi: u64, lo: u64) -> String {
+    ascii(&uuid_bytes(hi, lo)).to_owned()
+}
+
+/// [`uuid_text`] as bytes.
+fn uuid_bytes(hi: u64, lo: u64) -> [u8; 36] {
     const HEX: &[u8; 16] = b"0123456789abcdef";
     // Where each of the 16 bytes, most significant first, starts in the text: the dashes sit
     // between the groups of 4, 2, 2, 2 and 6 bytes.
@@ -165,9 +179,13 @@ fn uuid_text(hi: u64, lo: u64) -> String {
         out[at] = HEX[usize::from(byte >> 4)];
         out[at + 1] = HEX[usize::from(byte & 0xF)];
     }
-    // Only ASCII was written, so the text is valid UTF-8; the check costs less than building the
-    // string char by char.
-    String::from_utf8(out.to_vec()).unwrap_or_default()
+    out
+}
+
+/// The text of bytes the UUID writers filled: only ASCII was written, so the check always
+/// passes, and it costs less than building the string char by char.
+fn ascii(bytes: &[u8]) -> &str {
+    std::str::from_utf8(bytes).unwrap_or_default()
 }
 
 #[cfg(test)]

@@ -4,6 +4,7 @@
 //! response bytes itself, so every runtime shares all protocol behaviour and a recorded trace
 //! of inputs replays byte for byte.
 
+use crate::SharedStr;
 use std::borrow::Cow;
 use std::sync::Arc;
 
@@ -189,13 +190,13 @@ pub type HeaderText = Cow<'static, str>;
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Correlation {
     /// The run's execution id (shared by every request of the run).
-    pub execution_id: Arc<str>,
+    pub execution_id: SharedStr,
     /// The step name.
-    pub step: String,
+    pub step: SharedStr,
     /// The subtask index.
     pub subtask_index: u32,
     /// The logical task id.
-    pub logical_task_id: String,
+    pub logical_task_id: SharedStr,
     /// The invocation's A2A context id.
     pub context_id: String,
     /// The remote task id, once known.
@@ -210,7 +211,7 @@ pub struct HttpRequest {
     /// Correlates the response inputs.
     pub op: OpId,
     /// The agent (card name) addressed.
-    pub agent: String,
+    pub agent: SharedStr,
     /// What the exchange is for.
     pub purpose: OpPurpose,
     /// HTTP method.

@@ -1,6 +1,7 @@
 //! Bookkeeping shared by the machines of one run: the output queue, the timer table, id
 //! allocation and the registries of pending host calls and HTTP exchanges.
 
+use crate::SharedStr;
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use std::sync::Arc;
 
@@ -64,7 +65,7 @@ pub(crate) struct Ctx {
     /// The trace every request of this machine joins (`traceparent`, `tracestate`).
     pub trace: TraceContext,
     /// Shared by the log correlation of every request and by deferred event payloads.
-    pub execution_id: Arc<str>,
+    pub execution_id: SharedStr,
     pub outputs: VecDeque<Output>,
     timers: BTreeSet<(Timestamp, TimerKey)>,
     timer_at: BTreeMap<TimerKey, Timestamp>,

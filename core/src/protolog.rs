@@ -373,7 +373,7 @@ impl LogContext {
     /// The context of an engine request.
     pub fn of(req: &HttpRequest, channel: Channel) -> LogContext {
         LogContext {
-            agent: req.agent.clone(),
+            agent: req.agent.to_string(),
             channel,
             op: Some(req.op.0),
             purpose: Some(purpose_name(req.purpose)),
@@ -705,7 +705,7 @@ pub fn summary_lines(result: &crate::result::ExecutionResult) -> Vec<String> {
         let reason = task.error.as_deref().unwrap_or("");
         if code.starts_with("a2a.") {
             let ctx = LogContext {
-                agent: task.agent_name.clone(),
+                agent: task.agent_name.to_string(),
                 channel: Channel::Task,
                 op: None,
                 purpose: None,
@@ -734,7 +734,7 @@ pub fn summary_lines(result: &crate::result::ExecutionResult) -> Vec<String> {
             .steps
             .iter()
             .filter(|s| matches!(s.status, StepStatus::NotRun | StepStatus::Skipped))
-            .map(|s| s.name.clone())
+            .map(|s| s.name.to_string())
             .collect();
         lines.push(workflow_stopped_line(&result.execution_id, &skipped));
     }

@@ -474,7 +474,7 @@ impl Invocation {
         };
         let delay_ms = u64::try_from(delay.as_millis()).unwrap_or(u64::MAX);
         env.ctx.retries.push(ScheduledRetry {
-            agent: self.request.agent_name.clone(),
+            agent: self.request.agent_name.to_string(),
             action,
         });
         emit!(
@@ -1299,33 +1299,16 @@ impl Invocation {
             Vec::new()
         };
         let take = |s: &mut String| moved_or_copied(keep, s);
-        let subtask_index = self.request.subtask_index;
-        // The names move out of the request unless someone else still holds it (a host that
-        // kept its copy) or the invocation reads it after its result.
-        let unshared = if keep {
-            None
-        } else {
-            Arc::get_mut(&mut self.request)
-        };
-        let (step_name, agent_name, skill, task_id, task_description) = match unshared {
-            Some(r) => (
-                std::mem::take(&mut r.step_name),
-                std::mem::take(&mut r.agent_name),
-                std::mem::take(&mut r.skill),
-                std::mem::take(&mut r.task_id),
-                std::mem::take(&mut r.instruction),
-            ),
-            None => {
-                let r = &*self.request;
-                (
-                    r.step_name.clone(),
-                    r.agent_name.clone(),
-                    r.skill.clone(),
-                    r.task_id.clone(),
-                    r.instruction.clone(),
-                )
-            }
-        };
+        let r = &*self.request;
+        // Shared texts: the result names them without a copy, whoever else holds the request.
+        let (subtask_index, step_name, agent_name, skill, task_id, task_description) = (
+            r.subtask_index,
+            r.step_name.clone(),
+            r.agent_name.clone(),
+            r.skill.clone(),
+            r.task_id.clone(),
+            r.instruction.clone(),
+        );
         let (error, error_code, error_details) = match failure {
             Some(f) => (Some(f.message), Some(f.code), f.details),
             None => (None, None, None),

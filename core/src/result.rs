@@ -1,5 +1,6 @@
 //! The complete result of a run.
 
+use crate::SharedStr;
 use std::borrow::Cow;
 use std::collections::BTreeMap;
 
@@ -26,7 +27,7 @@ pub struct RunError {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct StepReport {
     /// The step name.
-    pub name: String,
+    pub name: SharedStr,
     /// How it ended.
     pub status: StepStatus,
 }

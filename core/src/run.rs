@@ -23,6 +23,7 @@
 //! non-final remote task) and abandons pending host calls. The run finishes when nothing is in
 //! flight, including `CancelTask` cleanup exchanges, which have their own budget.
 
+use crate::SharedStr;
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 
@@ -59,11 +60,11 @@ pub struct ScheduledRetry {
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct RunStart {
     /// The runtime intent passed to every task request (default empty).
-    pub runtime_intent: String,
+    pub runtime_intent: SharedStr,
     /// Language hint passed to the host's content generation in every task request. Empty (the
     /// default) means no preference: the host chooses. Set it (`"zh"`, `"en"`, …) when the
     /// host's prompts depend on it.
-    pub language: String,
+    pub language: SharedStr,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -99,7 +100,7 @@ struct StepState {
 enum Slot {
     Remote(Box<Invocation>),
     /// A local task: the host's call, and the task id its result carries.
-    Local(CallId, String),
+    Local(CallId, SharedStr),
 }
 
 /// Where one step is, in a [`RunProgress`].
@@ -134,7 +135,7 @@ impl StepProgressState {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct StepProgress {
     /// The step name.
-    pub name: String,
+    pub name: SharedStr,
     /// Where it is.
     pub state: StepProgressState,
 }
@@ -340,7 +341,7 @@ impl Run {
             for key in self.slots.keys() {
                 let step = self.workflow.step(key.step);
                 if let Some(sub) = step.subtasks.get(key.subtask as usize) {
-                    *in_flight.entry(sub.agent.clone()).or_default() += 1;
+                    *in_flight.entry(sub.agent.to_string()).or_default() += 1;
                 }
             }
         }
@@ -352,7 +353,7 @@ impl Run {
                     .step_ids()
                     .filter_map(|id| {
                         let out = self.outputs_of(id);
-                        (!out.is_empty()).then(|| (self.workflow.step(id).name.clone(), out))
+                        (!out.is_empty()).then(|| (self.workflow.step(id).name.to_string(), out))
                     })
                     .collect();
                 let history = (0..self.finished_count())
@@ -721,7 +722,7 @@ impl Run {
                 subtask: i as u32,
             };
             let request = TaskRequest {
-                execution_id: self.ctx.execution_id.to_string(),
+                execution_id: self.ctx.execution_id.clone(),
                 task_id: task_uuid(&self.ctx.execution_id, &step.name, i as u32),
                 step_name: step.name.clone(),
                 subtask_index: i as u32,
@@ -787,7 +788,7 @@ impl Run {
     fn local_result(
         &self,
         key: TaskKey,
-        task_id: String,
+        task_id: SharedStr,
         outcome: Result<Vec<Value>, (String, String)>,
         status: TaskStatus,
     ) -> Arc<TaskExecutionResult> {
@@ -905,7 +906,7 @@ impl Run {
     ) -> (
         Vec<Arc<TaskExecutionResult>>,
         Arc<ValidatedWorkflow>,
-        Arc<str>,
+        SharedStr,
     ) {
         let results = self.steps[id.index()]
             .results
@@ -1025,7 +1026,7 @@ impl Run {
             self.ctx.push(Output::CallHost {
                 call,
                 request: HostRequest::Route(RouteRequest {
-                    execution_id: self.ctx.execution_id.to_string(),
+                    execution_id: self.ctx.execution_id.clone(),
                     step_name: step.name.clone(),
                     next_step: edge.target_name(&workflow).to_owned(),
                     condition: edge.condition.clone().unwrap_or_default(),

@@ -520,9 +520,9 @@ fn encode(
         limits,
         correlation: Arc::new(Correlation {
             execution_id: "".into(),
-            step: command.name().to_owned(),
+            step: command.name().into(),
             subtask_index: 0,
-            logical_task_id: String::new(),
+            logical_task_id: "".into(),
             context_id: String::new(),
             remote_task_id: command.task_id().map(str::to_owned),
         }),

@@ -335,8 +335,8 @@ impl TraceHeader {
             seed: config.seed,
             config: TraceConfig::from_run_config(config),
             start: TraceStart {
-                runtime_intent: start.runtime_intent.clone(),
-                language: start.language.clone(),
+                runtime_intent: start.runtime_intent.to_string(),
+                language: start.language.to_string(),
             },
             workflow: workflow.workflow().to_json(),
             agents: cards.iter().map(AgentCard::to_json).collect(),
@@ -598,8 +598,8 @@ impl Trace {
     /// A fresh run built from the header, as it was when recording started.
     pub fn new_run(&self) -> Run {
         let start = RunStart {
-            runtime_intent: self.header.start.runtime_intent.clone(),
-            language: self.header.start.language.clone(),
+            runtime_intent: self.header.start.runtime_intent.clone().into(),
+            language: self.header.start.language.clone().into(),
         };
         Run::new(
             Arc::clone(&self.workflow),

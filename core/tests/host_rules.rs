@@ -69,10 +69,10 @@ fn task_request() -> TaskRequest {
         step_name: "s".into(),
         subtask_index: 0,
         agent_name: "neg".into(),
-        skill: String::new(),
+        skill: "".into(),
         instruction: "energy saving".into(),
         input: BusinessInput::Text("energy saving".into()),
-        language: String::new(),
+        language: "".into(),
         workflow_input: WorkflowInput::default(),
     }
 }

@@ -458,7 +458,7 @@ fn summary_lines_name_failures_skipped_steps_and_the_end_without_secrets() {
         step_name: "check".into(),
         subtask_index: 0,
         agent_name: "agentA".into(),
-        skill: String::new(),
+        skill: "".into(),
         task_id: "t-1".into(),
         task_description: "check the site".into(),
         status: TaskStatus::Failed,

@@ -474,7 +474,7 @@ fn every_subtask_of_a_step_receives_the_upstream_window() {
                 .workflow_input
                 .upstream_results
                 .iter()
-                .map(|u| u.step_name.clone())
+                .map(|u| u.step_name.to_string())
                 .collect(),
             other => panic!("unexpected {other:?}"),
         })
@@ -649,7 +649,7 @@ fn a_join_starts_once_after_its_last_predecessor_settled() {
                     t.workflow_input
                         .upstream_results
                         .iter()
-                        .map(|u| u.step_name.clone())
+                        .map(|u| u.step_name.to_string())
                         .collect(),
                 ),
                 _ => None,

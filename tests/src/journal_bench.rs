@@ -35,7 +35,7 @@ fn host() -> Arc<BuiltControlPoint> {
             .on_task(|req| async move { Ok(MessageContent::text(&req.instruction)) })
             .on_self_task(|req| async move {
                 Ok(a2at_core::host::TaskResult::success(vec![Value::String(
-                    req.instruction,
+                    req.instruction.to_string(),
                 )]))
             })
             .build(),

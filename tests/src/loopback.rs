@@ -349,7 +349,7 @@ async fn serve(
         s.http2 += u64::from(http2);
         let http = HttpRequest {
             op: OpId(s.total),
-            agent: agent.clone(),
+            agent: agent.clone().into(),
             purpose: OpPurpose::Send,
             method,
             url: format!("http://{addr}{path}"),

@@ -366,11 +366,11 @@ impl Sim {
         let decoded = AgentRequest::decode(&req);
         if !self.quiet {
             self.requests
-                .entry(req.agent.clone())
+                .entry(req.agent.to_string())
                 .or_default()
                 .push(decoded.clone());
         }
-        let Some(agent) = self.agents.get_mut(&req.agent) else {
+        let Some(agent) = self.agents.get_mut(req.agent.as_str()) else {
             let at = self.now.saturating_add(self.latency);
             self.schedule(
                 at,

@@ -124,7 +124,7 @@ fn an_unknown_send_at_an_agent_without_list_tasks_fails_as_resume_ambiguous() {
                 );
                 let message = task.error.as_deref().unwrap_or_default();
                 assert!(
-                    message.contains(&task.agent_name) && message.contains("ListTasks"),
+                    message.contains(task.agent_name.as_str()) && message.contains("ListTasks"),
                     "{message}"
                 );
                 let details = task.error_details.as_ref().expect("details");

@@ -112,7 +112,7 @@ fn check_invariants(s: &Scenario, out: &SimOutcome) -> Result<(), TestCaseError>
                 prop_assert!(!cancelled || result.success, "a send after cancellation");
                 prop_assert!(
                     !done_tasks.contains(&(
-                        r.correlation.step.clone(),
+                        r.correlation.step.to_string(),
                         u64::from(r.correlation.subtask_index)
                     )),
                     "a send for a finished task"

@@ -153,7 +153,7 @@ fn fan_out_and_join_run_concurrently_and_the_join_sees_both_branches() {
             .workflow_input
             .upstream_results
             .iter()
-            .map(|u| u.step_name.clone())
+            .map(|u| u.step_name.to_string())
             .collect();
         seen2.lock().unwrap().push((r.step_name.clone(), names));
         now(Ok(MessageContent::text(r.instruction.clone())))
@@ -269,7 +269,7 @@ fn a_local_result_carries_the_task_id_of_its_request() {
                 Output::CallHost {
                     request: a2at_core::host::HostRequest::SelfTask(r),
                     ..
-                } => Some((r.subtask_index, r.task_id.clone())),
+                } => Some((r.subtask_index, r.task_id.to_string())),
                 _ => None,
             })
             .collect();
@@ -277,7 +277,7 @@ fn a_local_result_carries_the_task_id_of_its_request() {
             .result()
             .history
             .iter()
-            .map(|h| (h.subtask_index, h.task_id.clone()))
+            .map(|h| (h.subtask_index, h.task_id.to_string()))
             .collect();
         requested.sort();
         finished.sort();
@@ -534,7 +534,7 @@ fn context_from_selects_direct_none_all_or_named_upstream_results() {
             .workflow_input
             .upstream_results
             .iter()
-            .map(|u| u.step_name.clone())
+            .map(|u| u.step_name.to_string())
             .collect();
         assert_eq!(r.workflow_input.runtime_intent, "");
         seen2.lock().unwrap().insert(r.step_name.clone(), names);

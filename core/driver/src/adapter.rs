@@ -21,7 +21,7 @@ macro_rules! runtime_api {
         pub use $crate::a2at_core::run::{RunProgress, StepProgress, StepProgressState};
         pub use $crate::a2at_core::tasks::TaskError;
         pub use $crate::a2at_core::workflow::{ValidatedWorkflow, parse_and_validate};
-        pub use $crate::a2at_core::{ExecutionResult, RetryPolicy, RunStart};
+        pub use $crate::a2at_core::{ExecutionResult, RetryPolicy, RunStart, SharedStr};
         pub use $crate::{
             AuthHook, BuiltControlPoint, CARD_UNUSABLE, CREDENTIAL_KEY_ENV, CardError,
             CardErrorKind, CloseMode, CloseReport, ControlPointBuilder, DEFAULT_DISCOVERY_DEADLINE,

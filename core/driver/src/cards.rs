@@ -113,7 +113,7 @@ impl CardSet {
             .iter()
             .filter(|step| step.step_type != StepType::SelfLoop)
             .flat_map(|step| &step.subtasks)
-            .find_map(|sub| self.broken.get(&sub.agent))
+            .find_map(|sub| self.broken.get(sub.agent.as_str()))
     }
 }
 

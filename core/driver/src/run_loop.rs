@@ -664,8 +664,8 @@ impl<R: Runtime, C: ControlPoint + 'static> Driver<R, C> {
             }
             let conversation = ConversationClosed {
                 execution_id: run.execution_id().to_owned(),
-                step: task.step_name.clone(),
-                agent: task.agent_name.clone(),
+                step: task.step_name.to_string(),
+                agent: task.agent_name.to_string(),
                 context_id,
                 remote_task_id: task.remote_task_id.clone(),
             };

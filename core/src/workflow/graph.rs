@@ -83,7 +83,7 @@ fn mermaid(wf: &ValidatedWorkflow, statuses: Option<&BTreeMap<String, StepStatus
             type_label(step.step_type),
             step.subtasks.len()
         );
-        let status = statuses.and_then(|s| s.get(&step.name)).copied();
+        let status = statuses.and_then(|s| s.get(step.name.as_str())).copied();
         if let Some(st) = status {
             let _ = write!(label, "<br/>[{}]", status_label(st));
         }
@@ -129,7 +129,7 @@ fn dot(wf: &ValidatedWorkflow, statuses: Option<&BTreeMap<String, StepStatus>>) 
             type_label(step.step_type),
             step.subtasks.len()
         );
-        let status = statuses.and_then(|s| s.get(&step.name)).copied();
+        let status = statuses.and_then(|s| s.get(step.name.as_str())).copied();
         let mut fill = String::new();
         if let Some(st) = status {
             let _ = write!(label, "\\n[{}]", status_label(st));

@@ -4,6 +4,8 @@
 //! nothing else. Graph rules (unique names, known targets, no cycles, `context_from` ancestry) are
 //! checked by [`ValidatedWorkflow::new`](super::ValidatedWorkflow::new).
 
+use crate::SharedStr;
+
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
@@ -33,8 +35,9 @@ pub struct Workflow {
 /// One step of a workflow.
 #[derive(Debug, Clone, PartialEq, Default, Serialize)]
 pub struct Step {
-    /// The step name, also the routing target identifier.
-    pub name: String,
+    /// The step name, also the routing target identifier. Shared: every request and result
+    /// of the step names it without a copy.
+    pub name: SharedStr,
     /// Design-time hint only; readiness comes from the DAG. Defaults to 0.
     pub layer: i64,
     /// How the subtasks' outcomes combine into the step outcome.
@@ -114,11 +117,11 @@ impl ContextFrom {
 #[derive(Debug, Clone, PartialEq, Default, Serialize)]
 pub struct Subtask {
     /// The agent name; must match an AgentCard name at run time.
-    pub agent: String,
+    pub agent: SharedStr,
     /// The skill, informational only.
-    pub skill: String,
+    pub skill: SharedStr,
     /// The task text; also the default business input.
-    pub description: String,
+    pub description: SharedStr,
     /// The explicit business input, if the document gave one.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub input: Option<BusinessInput>,
@@ -140,7 +143,7 @@ impl Subtask {
 #[serde(untagged)]
 pub enum BusinessInput {
     /// Natural-language text.
-    Text(String),
+    Text(SharedStr),
     /// Structured JSON data (never `null`).
     Data(Value),
 }

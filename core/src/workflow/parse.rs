@@ -230,7 +230,7 @@ impl Parser {
 
     fn step(&mut self, obj: &Map<String, Value>, prefix: &str) -> Step {
         Step {
-            name: self.string(obj, prefix, "name"),
+            name: self.string(obj, prefix, "name").into(),
             layer: self.layer(obj, prefix),
             step_type: self.step_type(obj, prefix),
             context_from: self.context_from(obj, prefix),
@@ -339,9 +339,9 @@ impl Parser {
 
     fn subtask(&mut self, obj: &Map<String, Value>, prefix: &str) -> Subtask {
         Subtask {
-            agent: self.string(obj, prefix, "agent"),
-            skill: self.string(obj, prefix, "skill"),
-            description: self.string(obj, prefix, "description"),
+            agent: self.string(obj, prefix, "agent").into(),
+            skill: self.string(obj, prefix, "skill").into(),
+            description: self.string(obj, prefix, "description").into(),
             input: match obj.get("input") {
                 None | Some(Value::Null) => None,
                 Some(Value::String(s)) if s.trim().is_empty() => {
@@ -352,7 +352,7 @@ impl Parser {
                     );
                     None
                 }
-                Some(Value::String(s)) => Some(BusinessInput::Text(s.clone())),
+                Some(Value::String(s)) => Some(BusinessInput::Text(s.into())),
                 Some(other) => Some(BusinessInput::Data(other.clone())),
             },
         }
@@ -706,14 +706,14 @@ mod tests {
         ];
         let input = prop_oneof![
             Just(None),
-            "[a-z]{1,5}".prop_map(|s| Some(BusinessInput::Text(s))),
+            "[a-z]{1,5}".prop_map(|s| Some(BusinessInput::Text(s.into()))),
             any::<i32>().prop_map(|n| Some(BusinessInput::Data(json!({ "n": n, "l": [n] })))),
         ];
         let subtask = (arb_text(), arb_text(), arb_text(), input).prop_map(
             |(agent, skill, description, input)| Subtask {
-                agent,
-                skill,
-                description,
+                agent: agent.into(),
+                skill: skill.into(),
+                description: description.into(),
                 input,
             },
         );
@@ -729,7 +729,7 @@ mod tests {
         )
             .prop_map(
                 |(name, layer, step_type, context_from, subtasks, next)| Step {
-                    name,
+                    name: name.into(),
                     layer,
                     step_type,
                     context_from,

@@ -445,10 +445,10 @@ impl ValidatedWorkflow {
             name: step.to_owned(),
             description: String::new(),
             steps: vec![Step {
-                name: step.to_owned(),
+                name: step.into(),
                 subtasks: vec![Subtask {
-                    agent: agent.to_owned(),
-                    description: description.to_owned(),
+                    agent: agent.into(),
+                    description: description.into(),
                     ..Subtask::default()
                 }],
                 ..Step::default()
@@ -1347,7 +1347,7 @@ mod tests {
     fn named_workflow(n: usize, edges: &[(usize, usize)]) -> Workflow {
         let mut steps: Vec<Step> = (0..n)
             .map(|i| Step {
-                name: format!("s{i}"),
+                name: format!("s{i}").into(),
                 ..Step::default()
             })
             .collect();

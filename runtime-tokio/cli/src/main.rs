@@ -458,7 +458,12 @@ fn graph(path: &Path, format: Format, result: Option<&Path>) -> ExitCode {
                 .map_err(|e| e.to_string())
                 .and_then(|t| result_of(&t));
             match parsed {
-                Ok(r) => Some(r.steps.into_iter().map(|s| (s.name, s.status)).collect()),
+                Ok(r) => Some(
+                    r.steps
+                        .into_iter()
+                        .map(|s| (s.name.into(), s.status))
+                        .collect(),
+                ),
                 Err(e) => {
                     eprintln!("a2at: cannot read the result {}: {e}", p.display());
                     return ExitCode::from(2);

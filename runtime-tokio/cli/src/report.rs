@@ -390,7 +390,7 @@ impl Builder {
             .flat_map(|r| &r.steps)
             .map(|s| {
                 (
-                    s.name.clone(),
+                    s.name.to_string(),
                     serde_json::to_value(s.status).unwrap_or(Value::Null),
                 )
             })
@@ -431,7 +431,7 @@ impl Builder {
         let mut by_key: BTreeMap<SubtaskKey, &a2at_core::host::TaskExecutionResult> =
             BTreeMap::new();
         for h in result.iter().flat_map(|r| &r.history) {
-            by_key.insert((h.step_name.clone(), u64::from(h.subtask_index)), h);
+            by_key.insert((h.step_name.to_string(), u64::from(h.subtask_index)), h);
         }
         for (key, h) in &by_key {
             if !self.subtask_at.contains_key(key) {

@@ -191,7 +191,7 @@ fn upstream(input: &WorkflowInput) -> String {
                 .iter()
                 .flat_map(|t| t.outputs.iter().cloned())
                 .collect();
-            (u.step_name.clone(), Value::Array(outputs))
+            (u.step_name.to_string(), Value::Array(outputs))
         })
         .collect();
     Value::Object(map).to_string()
@@ -199,14 +199,17 @@ fn upstream(input: &WorkflowInput) -> String {
 
 fn vars(r: &TaskRequest) -> Vec<(&'static str, String)> {
     vec![
-        ("description", r.instruction.clone()),
-        ("agent", r.agent_name.clone()),
-        ("skill", r.skill.clone()),
-        ("step", r.step_name.clone()),
-        ("task_id", r.task_id.clone()),
-        ("execution_id", r.execution_id.clone()),
-        ("runtime_intent", r.workflow_input.runtime_intent.clone()),
-        ("language", r.language.clone()),
+        ("description", r.instruction.to_string()),
+        ("agent", r.agent_name.to_string()),
+        ("skill", r.skill.to_string()),
+        ("step", r.step_name.to_string()),
+        ("task_id", r.task_id.to_string()),
+        ("execution_id", r.execution_id.to_string()),
+        (
+            "runtime_intent",
+            r.workflow_input.runtime_intent.to_string(),
+        ),
+        ("language", r.language.to_string()),
         ("upstream", upstream(&r.workflow_input)),
     ]
 }
@@ -227,8 +230,8 @@ impl ControlPoint for PolicyHost {
         let c = &self.0.content;
         let template = c
             .steps
-            .get(&r.step_name)
-            .or_else(|| c.agents.get(&r.agent_name))
+            .get(r.step_name.as_str())
+            .or_else(|| c.agents.get(r.agent_name.as_str()))
             .or(c.default.as_ref())
             .ok_or_else(|| {
                 missing(format!(
@@ -260,7 +263,7 @@ impl ControlPoint for PolicyHost {
         let rule = self
             .0
             .self_tasks
-            .get(&r.step_name)
+            .get(r.step_name.as_str())
             .or_else(|| self.0.self_tasks.get("default"))
             .ok_or_else(|| missing(format!("the local step {}", r.step_name)))?;
         Ok(match rule {
@@ -298,7 +301,7 @@ impl ControlPoint for PolicyHost {
         let n = &self.0.negotiation;
         let rule = n
             .agents
-            .get(&r.task.agent_name)
+            .get(r.task.agent_name.as_str())
             .or(n.default.as_ref())
             .ok_or_else(|| missing(format!("negotiations with {}", r.task.agent_name)))?;
         match rule {
@@ -492,8 +495,8 @@ fn prepare_and_run(opts: RunOptions) -> Result<bool, String> {
     let narrator = Arc::new(Mutex::new(Narrator::default()));
     let events = Arc::new(Mutex::new(events_file));
     let start = RunStart {
-        runtime_intent: opts.input.unwrap_or_default(),
-        language: opts.language.unwrap_or_default(),
+        runtime_intent: opts.input.unwrap_or_default().into(),
+        language: opts.language.unwrap_or_default().into(),
     };
     let host = Arc::new(PolicyHost(Arc::new(policy)));
     let trace_file = match &opts.trace {

@@ -458,11 +458,11 @@ pub fn a_host_may_keep_its_task_requests_and_every_result_is_named_all_the_same<
             .iter()
             .map(|h| {
                 (
-                    h.step_name.clone(),
+                    h.step_name.to_string(),
                     h.subtask_index,
-                    h.agent_name.clone(),
-                    h.skill.clone(),
-                    h.task_description.clone(),
+                    h.agent_name.to_string(),
+                    h.skill.to_string(),
+                    h.task_description.to_string(),
                 )
             })
             .collect();

@@ -90,7 +90,7 @@ fn host() -> BuiltControlPoint {
                 .workflow_input
                 .upstream_results
                 .iter()
-                .map(|u| u.step_name.clone())
+                .map(|u| u.step_name.to_string())
                 .collect();
             Ok(TaskResult::success(vec![json!({ "summary_of": upstream })]))
         })

@@ -64,7 +64,7 @@ fn counting_host() -> (Arc<BuiltControlPoint>, Arc<std::sync::Mutex<Vec<String>>
     let log = asked.clone();
     let host = ControlPointBuilder::new()
         .on_task(move |req| {
-            log.lock().expect("log").push(req.instruction.clone());
+            log.lock().expect("log").push(req.instruction.to_string());
             async move { Ok(MessageContent::text(&req.instruction)) }
         })
         .build();

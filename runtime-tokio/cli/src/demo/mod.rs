@@ -265,8 +265,8 @@ fn host(task_t: Vec<String>, negotiation_t: Vec<String>, reject: bool) -> BuiltC
         .on_task(move |req: Arc<TaskRequest>| {
             let content = task_content(
                 &req,
-                task_t.contains(&req.agent_name),
-                negotiation_t.contains(&req.agent_name),
+                task_t.iter().any(|a| *a == req.agent_name),
+                negotiation_t.iter().any(|a| *a == req.agent_name),
             );
             async move { Ok(content) }
         })
