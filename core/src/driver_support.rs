@@ -208,36 +208,73 @@ impl ControlPoint for BuiltControlPoint {
 pub fn answer_guarded<C: ControlPoint + ?Sized>(
     control_point: &C,
     request: HostRequest,
-) -> impl Future<Output = HostReply> + '_ {
-    let name = request.callback_name();
-    // Built only when a panic happened: the failure's message is an allocation every host call
-    // would otherwise pay.
-    let make_failure = HostReply::failure_maker(&request);
-    // Boxed here, before anything waits: the future returned holds only the box and the
-    // failure's maker, not the request or an unboxed copy of the future beside the box.
+) -> GuardedAnswer<'_> {
+    let (name, make_failure) = (request.callback_name(), HostReply::failure_maker(&request));
     // `answer` runs nothing until polled, so the callback's future is created inside the
     // guarded poll.
-    let answering = Box::pin(answer(control_point, request));
-    async move {
-        CatchUnwind(answering)
-            .await
-            .unwrap_or_else(|| make_failure(HostError::panicked(name)))
+    GuardedAnswer {
+        answering: Some(Box::pin(answer(control_point, request))),
+        name,
+        make_failure,
     }
 }
 
-/// Polls the inner future inside `catch_unwind`; a panic ends it with `None`.
-struct CatchUnwind<F>(Pin<Box<F>>);
+/// [`answer_guarded`] with a control point shared by reference count: the answer holds its own
+/// share, so it may outlive the caller and go on in a task of its own.
+pub fn answer_guarded_shared<C: ControlPoint + ?Sized + 'static>(
+    control_point: Arc<C>,
+    request: HostRequest,
+) -> GuardedAnswer<'static> {
+    let (name, make_failure) = (request.callback_name(), HostReply::failure_maker(&request));
+    GuardedAnswer {
+        answering: Some(Box::pin(
+            async move { answer(&*control_point, request).await },
+        )),
+        name,
+        make_failure,
+    }
+}
 
-impl<F: Future> Future for CatchUnwind<F> {
-    type Output = Option<F::Output>;
+/// A host callback's answer on its way, from [`answer_guarded`]: a panic ends it with the
+/// callback's failure.
+///
+/// It holds the callback's boxed future and no more, and it is `Unpin`: a driver polls it
+/// once in place and moves it into a task of its own only when the answer is not ready.
+pub struct GuardedAnswer<'a> {
+    /// `None` once the answer was given.
+    answering: Option<Pin<Box<dyn Future<Output = HostReply> + Send + 'a>>>,
+    name: &'static str,
+    // Built only when a panic happened: the failure's message is an allocation every host call
+    // would otherwise pay.
+    make_failure: fn(HostError) -> HostReply,
+}
 
-    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
-        let inner = self.0.as_mut();
-        match std::panic::catch_unwind(AssertUnwindSafe(|| inner.poll(cx))) {
-            Ok(Poll::Ready(v)) => Poll::Ready(Some(v)),
-            Ok(Poll::Pending) => Poll::Pending,
-            Err(_) => Poll::Ready(None),
-        }
+impl Future for GuardedAnswer<'_> {
+    type Output = HostReply;
+
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<HostReply> {
+        let this = &mut *self;
+        let Some(answering) = this.answering.as_mut() else {
+            panic!("GuardedAnswer polled after it gave its answer");
+        };
+        let polled = std::panic::catch_unwind(AssertUnwindSafe(|| answering.as_mut().poll(cx)));
+        let reply = match polled {
+            Ok(Poll::Pending) => return Poll::Pending,
+            Ok(Poll::Ready(reply)) => reply,
+            Err(_) => (this.make_failure)(HostError::panicked(this.name)),
+        };
+        // A future that panicked is not polled again; dropping it here ends its borrow too.
+        this.answering = None;
+        Poll::Ready(reply)
+    }
+}
+
+impl std::fmt::Debug for GuardedAnswer<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("GuardedAnswer")
+            .field("callback", &self.name)
+            .field("answered", &self.answering.is_none())
+            .finish()
     }
 }
 
@@ -337,5 +374,73 @@ mod tests {
         };
         assert_eq!(e.code, codes::HOST_CALLBACK_PANICKED);
         assert!(!e.message.contains("secret"));
+    }
+
+    /// Pending on its first poll, ready on the second.
+    struct OnceLater(bool);
+
+    impl Future for OnceLater {
+        type Output = ();
+
+        fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<()> {
+            if std::mem::replace(&mut self.0, true) {
+                Poll::Ready(())
+            } else {
+                cx.waker().wake_by_ref();
+                Poll::Pending
+            }
+        }
+    }
+
+    #[test]
+    fn a_shared_answer_not_ready_at_once_can_move_and_finish_elsewhere() {
+        let cp = Arc::new(
+            ControlPointBuilder::new()
+                .on_route(|_| async {
+                    OnceLater(false).await;
+                    Ok(RouteDecision::allow(None))
+                })
+                .build(),
+        );
+        let mut answer = answer_guarded_shared(Arc::clone(&cp), route());
+        let waker = Arc::new(Noop).into();
+        let mut cx = Context::from_waker(&waker);
+        assert!(Pin::new(&mut answer).poll(&mut cx).is_pending());
+        // The answer owns its share of the control point: the caller's may go.
+        drop(cp);
+        let moved = Box::new(answer);
+        assert_eq!(
+            block_on(*moved),
+            HostReply::Route(Ok(RouteDecision::allow(None)))
+        );
+    }
+
+    #[test]
+    fn a_shared_answer_turns_a_panic_into_the_failure_of_its_own_callback() {
+        let cp = Arc::new(
+            ControlPointBuilder::new()
+                .on_task(|_| async { panic!("secret") })
+                .build(),
+        );
+        let request = HostRequest::Task(Arc::new(TaskRequest {
+            execution_id: "e".into(),
+            task_id: "t".into(),
+            step_name: "s".into(),
+            subtask_index: 0,
+            agent_name: "a".into(),
+            skill: "".into(),
+            instruction: "i".into(),
+            input: crate::workflow::BusinessInput::Text("i".into()),
+            language: "".into(),
+            workflow_input: Default::default(),
+        }));
+        let mut answer = answer_guarded_shared(cp, request);
+        assert!(format!("{answer:?}").contains("on_task"));
+        let HostReply::Task(Err(e)) = block_on(&mut answer) else {
+            panic!("the task's failure expected");
+        };
+        assert_eq!(e.code, codes::HOST_CALLBACK_PANICKED);
+        assert_eq!(e.message, "on_task callback panicked");
+        assert!(format!("{answer:?}").contains("answered: true"));
     }
 }

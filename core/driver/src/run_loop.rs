@@ -8,7 +8,7 @@ use std::task::Poll;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use a2at_core::agents::AgentDirectory;
-use a2at_core::driver_support::{EventEnvelope, answer_guarded};
+use a2at_core::driver_support::{EventEnvelope, answer_guarded_shared};
 use a2at_core::event::{Event, EventType};
 use a2at_core::host::{ControlPoint, HostRequest};
 use a2at_core::io::{Input, Output};
@@ -566,11 +566,10 @@ impl<R: Runtime, C: ControlPoint + 'static> Driver<R, C> {
         request: HostRequest,
     ) {
         let span = spans.for_host_call(&request);
-        let control_point = self.control_point.clone();
-        let mut answer = Box::pin(in_span(
-            async move { answer_guarded(&*control_point, request).await },
-            span,
-        ));
+        // Inside the subtask's span when there is one, so the host's own spans nest under it.
+        // Unpin: polled here in place, moved into a task only when it is not ready.
+        let mut answer = answer_guarded_shared(self.control_point.clone(), request)
+            .instrument(span.unwrap_or_else(tracing::Span::current));
         // The waker given to this first poll is never woken: a callback that is not ready
         // registers the task's own waker when the task polls it.
         match (&mut answer).now_or_never() {
@@ -770,14 +769,6 @@ impl<R: Runtime, C: ControlPoint + 'static> Driver<R, C> {
         self.deliver(&close).await;
         result
     }
-}
-
-/// `task` inside `span` when there is one; the host's own spans then nest under the subtask.
-fn in_span<T>(
-    task: impl std::future::Future<Output = T> + Send + 'static,
-    span: Option<tracing::Span>,
-) -> impl std::future::Future<Output = T> + Send + 'static {
-    task.instrument(span.unwrap_or_else(tracing::Span::current))
 }
 
 /// Spawns `task` on the runtime; aborting the handle drops it (and its connection).
