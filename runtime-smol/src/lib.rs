@@ -50,7 +50,6 @@ use std::io;
 use std::time::Instant;
 
 use a2at_driver::{BoxFuture, Runtime};
-use tracing::instrument::WithSubscriber;
 
 a2at_driver::runtime_api!(Smol);
 /// Metric names of runs and exchanges (the `metrics` facade).
@@ -88,9 +87,7 @@ impl Runtime for Smol {
     }
 
     fn spawn(task: impl Future<Output = ()> + Send + 'static) {
-        // Logs of the task go to the subscriber in scope where it was spawned (smol runs it on
-        // another thread).
-        smol::spawn(task.with_current_subscriber()).detach();
+        smol::spawn(task).detach();
     }
 
     fn run_blocking(call: impl FnOnce() + Send + 'static) -> impl Future<Output = ()> + Send {

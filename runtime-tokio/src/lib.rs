@@ -52,7 +52,6 @@ use std::time::Instant;
 
 use a2at_driver::{BoxFuture, Runtime};
 use futures_io::{AsyncRead, AsyncWrite};
-use tracing::instrument::WithSubscriber;
 
 a2at_driver::runtime_api!(Tokio);
 /// Metric names of runs and exchanges (the `metrics` facade).
@@ -89,7 +88,7 @@ impl Runtime for Tokio {
     }
 
     fn spawn(task: impl Future<Output = ()> + Send + 'static) {
-        tokio::spawn(task.with_current_subscriber());
+        tokio::spawn(task);
     }
 
     fn run_blocking(call: impl FnOnce() + Send + 'static) -> impl Future<Output = ()> + Send {

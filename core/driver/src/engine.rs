@@ -1120,7 +1120,7 @@ impl<R: Runtime, C: ControlPoint + 'static> RunBuilder<R, C> {
                 let _ = result_tx.send(result);
             },
         );
-        R::spawn(run_task);
+        crate::runtime::spawn::<R>(run_task);
         RunHandle {
             execution_id,
             seed,

@@ -496,7 +496,7 @@ impl<R: Runtime> ExtensionSender<R> {
         let (result_tx, result_rx) = oneshot::channel();
         let mut result_tx = Some(result_tx);
         let transport = self.inner.transport.clone();
-        R::spawn(drive(
+        crate::runtime::spawn::<R>(drive(
             AuthMachine(machine),
             transport,
             close_rx,
@@ -582,7 +582,7 @@ impl<R: Runtime> ExtensionSender<R> {
         let for_listener = handle.clone();
         // One call at a time, awaited before the next: the order of events is kept, and only
         // this subscription waits for a slow listener.
-        R::spawn(async move {
+        crate::runtime::spawn::<R>(async move {
             while let Some(item) = queue_rx.next().await {
                 let listener = listener.clone();
                 let on_reattach = on_reattach.clone();
@@ -626,7 +626,7 @@ impl<R: Runtime> ExtensionSender<R> {
                 ticket
             }
         };
-        R::spawn(async move {
+        crate::runtime::spawn::<R>(async move {
             let _ticket = ticket;
             let tell_shared = shared.clone();
             drive(NotiMachine(machine), transport, close_rx, move |out| {

@@ -368,7 +368,7 @@ impl<R: Runtime> Lent<R> {
             mut sender,
             idle,
         } = self;
-        R::spawn(async move {
+        crate::runtime::spawn::<R>(async move {
             if sender.ready().await.is_ok() {
                 idle.put(origin, sender);
             }
@@ -398,7 +398,7 @@ where
     let (sender, connection) = handshake(io)
         .await
         .map_err(|e| (TransportErrorKind::Io, describe(&e)))?;
-    R::spawn(async move {
+    crate::runtime::spawn::<R>(async move {
         let _ = connection.await;
     });
     Ok(sender)

@@ -47,7 +47,7 @@ where
     F: Future<Output = ()> + Send + 'static,
 {
     fn execute(&self, future: F) {
-        R::spawn(future);
+        crate::runtime::spawn::<R>(future);
     }
 }
 
@@ -222,7 +222,7 @@ where
         .handshake(io)
         .await
         .map_err(|e| (TransportErrorKind::Io, describe(&e)))?;
-    R::spawn(async move {
+    crate::runtime::spawn::<R>(async move {
         let _ = connection.await;
     });
     Ok(sender)

@@ -563,7 +563,7 @@ pub(crate) async fn resume<R: Runtime, C: ControlPoint + 'static>(
     };
     tracing::info!(%execution_id, seed, "run resumed from its journal");
     let span = crate::telemetry::run_span(&execution_id, seed, trace_id, host_parent, true);
-    R::spawn(async move {
+    crate::runtime::spawn::<R>(async move {
         let result = driver
             .drive_from(run, Cancel::either(cancel_rx, Some(close_rx)), resumed)
             .instrument(span.clone())

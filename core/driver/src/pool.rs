@@ -142,7 +142,7 @@ impl<R: Runtime> IdlePool<R> {
         drop(lists);
         // Spawned once the lock is released: a runtime may run code of its own in spawn.
         if start_sweeping {
-            R::spawn(sweep(Arc::downgrade(self), self.config.idle_timeout));
+            crate::runtime::spawn::<R>(sweep(Arc::downgrade(self), self.config.idle_timeout));
         }
     }
 

@@ -32,8 +32,9 @@ pub trait Runtime: Clone + std::fmt::Debug + Send + Sync + 'static {
     /// A future that resolves once [`Runtime::now`] has reached `at`.
     fn sleep_until(at: Instant) -> BoxFuture<()>;
 
-    /// Runs `task` in the background, detached. Logs of the task should go to the `tracing`
-    /// subscriber that was current where it was spawned.
+    /// Runs `task` in the background, detached, as it is. The driver has already bound the
+    /// task to the `tracing` dispatcher current where it spawned it (its logs and spans go to
+    /// that subscriber, whichever thread polls it), so the runtime adds nothing for that.
     fn spawn(task: impl Future<Output = ()> + Send + 'static);
 
     /// Runs a blocking call (a host's listener callback) where it cannot stall the runtime's
@@ -82,4 +83,10 @@ pub(crate) async fn within<R: Runtime, F: Future>(
         futures::future::Either::Left((output, _)) => Some(output),
         futures::future::Either::Right(((), _)) => None,
     }
+}
+
+/// Spawns `task` on `R`, bound to the `tracing` dispatcher current here: its logs and spans go
+/// to the subscriber in scope where it was spawned, whichever thread the runtime polls it on.
+pub(crate) fn spawn<R: Runtime>(task: impl Future<Output = ()> + Send + 'static) {
+    R::spawn(tracing::instrument::WithSubscriber::with_current_subscriber(task));
 }

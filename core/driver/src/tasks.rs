@@ -107,7 +107,7 @@ impl<R: Runtime> Engine<R> {
         let (_close, close_rx) = oneshot::channel::<()>();
         let (result_tx, result_rx) = oneshot::channel();
         let mut result_tx = Some(result_tx);
-        R::spawn(drive(
+        crate::runtime::spawn::<R>(drive(
             TaskMachine(machine),
             self.transport(),
             close_rx,
@@ -204,7 +204,7 @@ impl<R: Runtime> Engine<R> {
             .ok_or_else(closed)?;
         let (events_tx, events_rx) = mpsc::unbounded();
         let transport = self.transport();
-        R::spawn(async move {
+        crate::runtime::spawn::<R>(async move {
             drive(
                 TaskMachine(machine),
                 transport,
