@@ -252,7 +252,10 @@ mod tests {
         assert_eq!(&*arc, "t");
         let back = SharedStr::from(Arc::clone(&arc));
         assert_eq!(back, "t");
-        assert!(SharedStr::ptr_eq(&back, &s), "a shared text comes back without a copy");
+        assert!(
+            SharedStr::ptr_eq(&back, &s),
+            "a shared text comes back without a copy"
+        );
         assert_eq!(<SharedStr as AsRef<str>>::as_ref(&s), "t");
         assert_eq!(String::from(SharedStr::from(Box::<str>::from("u"))), "u");
         assert_eq!(SharedStr::default(), "");
