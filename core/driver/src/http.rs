@@ -120,6 +120,11 @@ impl<R> HttpClient<R> {
         self.hook.clone()
     }
 
+    /// `url` parsed, from the targets this client sent to lately when it is one of them.
+    pub(crate) fn uri_of(&self, url: &str) -> Result<http::Uri, http::Error> {
+        self.connector.targets.uri_of(url)
+    }
+
     /// Runs the request hook on `request` (nothing without one). Its error or panic becomes
     /// a failure of this request, which is then never sent.
     pub(crate) fn prepare(
@@ -251,6 +256,7 @@ struct Connector<R> {
     idle: Arc<IdlePool<R>>,
     proxy: Arc<ProxyConfig>,
     opened: Arc<AtomicU64>,
+    targets: RecentTargets,
 }
 
 impl<R: Runtime> Connector<R> {
@@ -265,6 +271,7 @@ impl<R: Runtime> Connector<R> {
             idle: Arc::new(IdlePool::new(pool)),
             proxy,
             opened,
+            targets: RecentTargets::default(),
         }
     }
 
@@ -293,7 +300,7 @@ impl<R: Runtime> Connector<R> {
     ) -> impl Future<Output = Result<(http::Response<Incoming>, Lent<R>), Failure>> + Send + '_
     {
         async move {
-            let origin = origin_form(&mut request)?;
+            let origin = self.targets.origin_form(&mut request)?;
             loop {
                 let (mut sender, pooled) = match self.idle.checkout(&origin) {
                     Some(sender) => (sender, true),
@@ -405,7 +412,7 @@ where
 }
 
 /// The origin (scheme, host, port) of a request with an absolute `http` or `https` URL.
-pub(crate) fn origin_of(request: &http::Request<Full<Bytes>>) -> Result<Origin, Failure> {
+pub(crate) fn origin_of<B>(request: &http::Request<B>) -> Result<Origin, Failure> {
     let bad = |m: String| (TransportErrorKind::Other, m);
     let uri = request.uri();
     let https = match uri.scheme_str() {
@@ -426,7 +433,7 @@ pub(crate) fn origin_of(request: &http::Request<Full<Bytes>>) -> Result<Origin, 
 }
 
 /// Rewrites an absolute URL to origin form with a `Host` header; returns the origin.
-fn origin_form(request: &mut http::Request<Full<Bytes>>) -> Result<Origin, Failure> {
+fn origin_form<B>(request: &mut http::Request<B>) -> Result<Origin, Failure> {
     let bad = |m: String| (TransportErrorKind::Other, m);
     let origin = origin_of(request)?;
     // Taken apart, not printed and parsed again: the path moves into the new URI uncopied.
@@ -449,6 +456,102 @@ fn origin_form(request: &mut http::Request<Full<Bytes>>) -> Result<Origin, Failu
     Ok(origin)
 }
 
+/// How many request targets a client keeps taken apart: an engine sends to a handful of agent
+/// URLs over and over.
+const RECENT_TARGETS: usize = 16;
+
+/// The request targets a client sent to lately, each parsed and taken apart once: the URL,
+/// its origin (the pool's key), its `Host` header and its origin-form target. A lookup compares
+/// the target with the few kept ones, which costs less than parsing it again for every request.
+#[derive(Default)]
+struct RecentTargets {
+    /// Most recently added last; the oldest goes when a new one comes past the limit.
+    kept: std::sync::Mutex<std::collections::VecDeque<Target>>,
+}
+
+struct Target {
+    url: Box<str>,
+    absolute: http::Uri,
+    origin: Origin,
+    host: http::HeaderValue,
+    relative: http::Uri,
+}
+
+impl RecentTargets {
+    /// `url` parsed; an absolute `http` or `https` URL is kept taken apart for the request's
+    /// [`RecentTargets::origin_form`].
+    fn uri_of(&self, url: &str) -> Result<http::Uri, http::Error> {
+        if let Some(uri) = self.with(|kept| {
+            kept.iter()
+                .find(|t| *t.url == *url)
+                .map(|t| t.absolute.clone())
+        }) {
+            return Ok(uri);
+        }
+        let uri = http::Uri::try_from(url)?;
+        let mut request = http::Request::new(());
+        *request.uri_mut() = uri.clone();
+        // A URL the client cannot send to is not kept: its request fails as it always did.
+        if let Ok(origin) = origin_form(&mut request) {
+            if let Some(host) = request.headers_mut().remove(http::header::HOST) {
+                let target = Target {
+                    url: url.into(),
+                    absolute: uri.clone(),
+                    origin,
+                    host,
+                    relative: request.uri().clone(),
+                };
+                self.with(|kept| {
+                    if kept.len() == RECENT_TARGETS {
+                        kept.pop_front();
+                    }
+                    kept.push_back(target);
+                });
+            }
+        }
+        Ok(uri)
+    }
+
+    /// Rewrites `request`'s absolute URL to origin form with a `Host` header and returns its
+    /// origin, as [`origin_form`] does, from the kept parts when its target is one of them.
+    fn origin_form<B>(&self, request: &mut http::Request<B>) -> Result<Origin, Failure> {
+        let uri = request.uri();
+        let kept = self.with(|kept| {
+            kept.iter()
+                .find(|t| same_target(&t.absolute, uri))
+                .map(|t| (t.origin.clone(), t.host.clone(), t.relative.clone()))
+        });
+        let Some((origin, host, relative)) = kept else {
+            return origin_form(request);
+        };
+        if !request.headers().contains_key(http::header::HOST) {
+            request.headers_mut().insert(http::header::HOST, host);
+        }
+        *request.uri_mut() = relative;
+        Ok(origin)
+    }
+
+    fn with<T>(&self, f: impl FnOnce(&mut std::collections::VecDeque<Target>) -> T) -> T {
+        // A panic while the lock was held left nothing half-done: the list is only searched,
+        // pushed to and popped from.
+        let mut kept = self
+            .kept
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        f(&mut kept)
+    }
+}
+
+/// Whether two URIs name the same target, text for text (the authority too, whose case
+/// `Uri`'s own equality ignores but the `Host` header keeps).
+fn same_target(a: &http::Uri, b: &http::Uri) -> bool {
+    a.scheme_str() == b.scheme_str()
+        && a.authority().map(http::uri::Authority::as_str)
+            == b.authority().map(http::uri::Authority::as_str)
+        && a.path_and_query().map(http::uri::PathAndQuery::as_str)
+            == b.path_and_query().map(http::uri::PathAndQuery::as_str)
+}
+
 /// The `http` method of an engine request.
 pub(crate) fn http_method(method: HttpMethod) -> http::Method {
     match method {
@@ -464,11 +567,21 @@ pub(crate) fn build_request<N: AsRef<str>, V: AsRef<str>>(
     headers: &[(N, V)],
     body: Vec<u8>,
 ) -> Result<http::Request<Full<Bytes>>, http::Error> {
+    build_request_to(method, http::Uri::try_from(url)?, headers, body)
+}
+
+/// [`build_request`] for a URL already parsed.
+pub(crate) fn build_request_to<N: AsRef<str>, V: AsRef<str>>(
+    method: http::Method,
+    uri: http::Uri,
+    headers: &[(N, V)],
+    body: Vec<u8>,
+) -> Result<http::Request<Full<Bytes>>, http::Error> {
     // Filled in place: `http::request::Builder` moves its whole request head through every
     // `header` call, which cost more than the headers themselves.
     let mut request = http::Request::new(Full::new(Bytes::from(body)));
     *request.method_mut() = method;
-    *request.uri_mut() = http::Uri::try_from(url)?;
+    *request.uri_mut() = uri;
     let fields = request.headers_mut();
     fields.try_reserve(headers.len())?;
     for (name, value) in headers {
@@ -584,4 +697,91 @@ pub(crate) fn describe(e: &(dyn StdError + 'static)) -> String {
         source = s.source();
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn sent_to(targets: &RecentTargets, url: &str) -> (http::Request<()>, Origin) {
+        let mut request = http::Request::new(());
+        *request.uri_mut() = targets.uri_of(url).expect("a valid URL");
+        let origin = targets.origin_form(&mut request).expect("an http URL");
+        (request, origin)
+    }
+
+    fn host(request: &http::Request<()>) -> &str {
+        request.headers()[http::header::HOST].to_str().unwrap()
+    }
+
+    #[test]
+    fn a_kept_target_gives_the_same_request_as_a_fresh_one() {
+        let targets = RecentTargets::default();
+        let url = "http://Agent.example:8080/a2a/v1?x=1";
+        let (first, first_origin) = sent_to(&targets, url);
+        assert_eq!(targets.with(|kept| kept.len()), 1);
+        let (again, again_origin) = sent_to(&targets, url);
+        assert_eq!(targets.with(|kept| kept.len()), 1, "found, not added again");
+        for (request, origin) in [(&first, &first_origin), (&again, &again_origin)] {
+            assert_eq!(request.uri().to_string(), "/a2a/v1?x=1");
+            assert_eq!(host(request), "Agent.example:8080");
+            assert_eq!(*origin, (false, "Agent.example".to_owned(), 8080));
+        }
+        // A Host header the request already has is kept.
+        let mut own = http::Request::new(());
+        *own.uri_mut() = targets.uri_of(url).unwrap();
+        own.headers_mut().insert(
+            http::header::HOST,
+            http::HeaderValue::from_static("gateway"),
+        );
+        targets.origin_form(&mut own).unwrap();
+        assert_eq!(host(&own), "gateway");
+    }
+
+    #[test]
+    fn a_target_differing_in_any_part_is_not_taken_for_a_kept_one() {
+        let targets = RecentTargets::default();
+        sent_to(&targets, "https://agent.example/a?q=1");
+        // `Uri`'s own equality ignores the authority's case; the Host header does not.
+        let (upper, _) = sent_to(&targets, "https://AGENT.example/a?q=1");
+        assert_eq!(host(&upper), "AGENT.example");
+        let (other_query, _) = sent_to(&targets, "https://agent.example/a?q=2");
+        assert_eq!(other_query.uri().to_string(), "/a?q=2");
+        let (plain, origin) = sent_to(&targets, "http://agent.example/a?q=1");
+        assert_eq!(origin, (false, "agent.example".to_owned(), 80));
+        assert_eq!(plain.uri().to_string(), "/a?q=1");
+        // A URI rewritten after it was parsed (a request hook) is taken apart afresh.
+        let mut rewritten = http::Request::new(());
+        *rewritten.uri_mut() = targets.uri_of("https://agent.example/a?q=1").unwrap();
+        *rewritten.uri_mut() = "https://elsewhere.example:9443/b".parse().unwrap();
+        let origin = targets.origin_form(&mut rewritten).unwrap();
+        assert_eq!(origin, (true, "elsewhere.example".to_owned(), 9443));
+        assert_eq!(host(&rewritten), "elsewhere.example:9443");
+        assert_eq!(rewritten.uri().to_string(), "/b");
+    }
+
+    #[test]
+    fn only_the_latest_targets_are_kept_and_unusable_ones_never() {
+        let targets = RecentTargets::default();
+        for i in 0..=RECENT_TARGETS {
+            sent_to(&targets, &format!("http://agent{i}.example/"));
+        }
+        let urls: Vec<String> =
+            targets.with(|kept| kept.iter().map(|t| t.url.to_string()).collect());
+        assert_eq!(urls.len(), RECENT_TARGETS);
+        assert_eq!(urls[0], "http://agent1.example/", "the oldest went");
+        assert_eq!(
+            urls[RECENT_TARGETS - 1],
+            format!("http://agent{RECENT_TARGETS}.example/")
+        );
+        // A URL the client cannot send to parses but is not kept; its request still fails.
+        let uri = targets.uri_of("ftp://files.example/x").unwrap();
+        assert_eq!(targets.with(|kept| kept.len()), RECENT_TARGETS);
+        let mut request = http::Request::new(());
+        *request.uri_mut() = uri;
+        let (kind, message) = targets.origin_form(&mut request).unwrap_err();
+        assert_eq!(kind, TransportErrorKind::Other);
+        assert!(message.contains("unsupported URL scheme"), "{message}");
+        assert!(targets.uri_of("http://bad host/").is_err());
+    }
 }

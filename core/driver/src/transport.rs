@@ -14,7 +14,7 @@ use http_body_util::{BodyExt, Full};
 use crate::auth::Authenticator;
 use crate::completions;
 use crate::http::{
-    Failure, HttpClient, build_request, describe, header_pairs, header_text, http_method,
+    Failure, HttpClient, build_request_to, describe, header_pairs, header_text, http_method,
 };
 use crate::runtime::Runtime;
 use crate::telemetry;
@@ -336,18 +336,23 @@ impl<R: Runtime> Transport<R> {
             a2at_core::auth::mask_applied(&mut sent, material, &provided, &url_before);
             sent
         });
-        let request = build_request(
-            http_method(req.method),
-            &req.url,
-            &req.headers,
-            std::mem::take(&mut req.body),
-        )
-        .map_err(|e| {
-            (
-                TransportErrorKind::Other,
-                format!("cannot build the HTTP request: {e}"),
-            )
-        })?;
+        let request = self
+            .client
+            .uri_of(&req.url)
+            .and_then(|uri| {
+                build_request_to(
+                    http_method(req.method),
+                    uri,
+                    &req.headers,
+                    std::mem::take(&mut req.body),
+                )
+            })
+            .map_err(|e| {
+                (
+                    TransportErrorKind::Other,
+                    format!("cannot build the HTTP request: {e}"),
+                )
+            })?;
         // The host's request hook (gateway headers, URI rewrites) runs before the log entry,
         // so the log shows what really went out.
         let request = self.client.prepare(request)?;
