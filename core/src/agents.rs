@@ -1,8 +1,8 @@
 //! The set of agents a run may address: validated cards with their selected endpoints.
 
-use crate::SharedStr;
 use std::collections::BTreeMap;
 
+use crate::SharedStr;
 use crate::a2a::{
     AgentCard, Binding, CardError, CardSetError, Endpoint, select_endpoint, validate_cards,
 };

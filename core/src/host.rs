@@ -8,7 +8,6 @@
 //! Unimplemented callbacks fail explicitly ([`HostError::missing_handler`]): there is no
 //! echo-success, no implicit route approval and no automatic consent.
 
-use crate::SharedStr;
 use core::future::Future;
 use core::time::Duration;
 use std::sync::Arc;
@@ -16,6 +15,7 @@ use std::sync::Arc;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
+use crate::SharedStr;
 use crate::a2a::assembly::convenience_text;
 use crate::a2a::{Part, ReceivedMessage, RemoteTaskStatus, Task, TaskState};
 use crate::a2at::{self, NegotiationContext, NegotiationContextError, Performative};

@@ -4,12 +4,12 @@
 //! response bytes itself, so every runtime shares all protocol behaviour and a recorded trace
 //! of inputs replays byte for byte.
 
-use crate::SharedStr;
 use std::borrow::Cow;
 use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 
+use crate::SharedStr;
 use crate::a2a::HttpMethod;
 use crate::event::Event;
 use crate::host::{HostReply, HostRequest};

@@ -1,12 +1,12 @@
 //! Bookkeeping shared by the machines of one run: the output queue, the timer table, id
 //! allocation and the registries of pending host calls and HTTP exchanges.
 
-use crate::SharedStr;
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use std::sync::Arc;
 
 use serde_json::Value;
 
+use crate::SharedStr;
 use crate::a2a::ResponseDecoder;
 use crate::event::{Event, EventData, EventSelection, EventType};
 use crate::ids::{CallId, IdGenerator, OpId, StepId, TaskKey};

@@ -1,6 +1,5 @@
 //! The complete result of a run.
 
-use crate::SharedStr;
 use std::borrow::Cow;
 use std::collections::BTreeMap;
 
@@ -8,6 +7,7 @@ use serde::ser::SerializeStruct;
 use serde::{Deserialize, Serialize, Serializer};
 use serde_json::Value;
 
+use crate::SharedStr;
 use crate::host::{TaskExecutionResult, TaskStatus};
 
 /// How a step ended; defined with the workflow model so that drawing a graph needs no result

@@ -23,13 +23,13 @@
 //! non-final remote task) and abandons pending host calls. The run finishes when nothing is in
 //! flight, including `CancelTask` cleanup exchanges, which have their own budget.
 
-use crate::SharedStr;
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
+use crate::SharedStr;
 use crate::agents::AgentDirectory;
 pub use crate::config::{ConfigError, INVALID_CONFIG, RunConfig};
 use crate::event::EventType;

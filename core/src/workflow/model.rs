@@ -4,10 +4,10 @@
 //! nothing else. Graph rules (unique names, known targets, no cycles, `context_from` ancestry) are
 //! checked by [`ValidatedWorkflow::new`](super::ValidatedWorkflow::new).
 
-use crate::SharedStr;
-
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
+
+use crate::SharedStr;
 
 /// The edge targets that end a branch instead of naming a step.
 ///
