@@ -14,7 +14,9 @@ use std::time::Duration;
 
 use a2at_core::a2a::{AgentCard, Binding, HttpMethod, ReceivedMessage};
 use a2at_core::agents::{AgentDirectory, DirectoryError};
-use a2at_core::driver_support::{ControlPointBuilder, EventEnvelope, answer_guarded};
+use a2at_core::driver_support::{
+    ControlPointBuilder, EventEnvelope, answer_guarded, answer_guarded_shared,
+};
 use a2at_core::envfile::parse_env_file;
 use a2at_core::host::{
     HostError, HostReply, HostRequest, InputDecision, InputRequest, MessageContent,
@@ -735,6 +737,50 @@ fn a_panicking_callback_fails_its_request_without_the_panic_text() {
         assert_eq!(e.code, codes::HOST_CALLBACK_PANICKED);
         assert!(!e.message.contains("secret"));
     }
+}
+
+/// A shared answer holds its own share of the control point: one that is not ready where it
+/// was first polled moves elsewhere and ends there, after the caller's share is gone, with the
+/// answer its own callback built.
+#[test]
+fn a_shared_answer_moves_when_not_ready_and_ends_with_its_callbacks_answer() {
+    let waker = Arc::new(Noop).into();
+    let mut cx = Context::from_waker(&waker);
+    let mut moved = 0;
+    for request in every_request() {
+        let cp = Arc::new(full_control_point());
+        let (expected, _) = block_on(answer_guarded(&*cp, request.clone()));
+        let mut answer = answer_guarded_shared(Arc::clone(&cp), request);
+        let first = Pin::new(&mut answer).poll(&mut cx);
+        drop(cp);
+        let reply = match first {
+            Poll::Ready(reply) => reply,
+            Poll::Pending => {
+                moved += 1;
+                block_on(Box::new(answer)).0
+            }
+        };
+        assert_eq!(reply, expected);
+    }
+    assert_eq!(moved, 1, "the task callback is pending once");
+}
+
+/// A shared answer whose callback panics ends with that callback's failure, and says so.
+#[test]
+fn a_shared_answer_turns_a_panic_into_its_callbacks_failure() {
+    let cp = Arc::new(
+        ControlPointBuilder::new()
+            .on_task(|_| async { panic!("secret") })
+            .build(),
+    );
+    let mut answer = answer_guarded_shared(cp, HostRequest::Task(Arc::new(task_request())));
+    assert!(format!("{answer:?}").contains("on_task"));
+    let (reply, _) = block_on(&mut answer);
+    assert_eq!(reply, HostReply::Task(Err(HostError::panicked("on_task"))));
+    assert!(
+        format!("{answer:?}").contains("answered: true"),
+        "{answer:?}"
+    );
 }
 
 /// A control point's debug form says which callbacks are registered (never their code).
