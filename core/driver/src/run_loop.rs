@@ -381,7 +381,7 @@ impl<R: Runtime, C: ControlPoint + 'static> Driver<R, C> {
                     self.ask_host(&mut spans, &mut in_flight, &tx, call, request);
                 }
                 self.close_conversations(&run, &mut tasks_seen, &mut closed_contexts);
-                spans.close_finished(&run, |agent| self.transport.limits.shared_name(agent));
+                spans.close_finished(&run);
                 for r in run.retries().get(retries_seen..).unwrap_or_default() {
                     crate::metrics::retry(&r.agent, r.action);
                 }
@@ -404,9 +404,7 @@ impl<R: Runtime, C: ControlPoint + 'static> Driver<R, C> {
                             }
                         }
                         Awaited::Finished(result) => {
-                            spans.close_finished(&run, |agent| {
-                                self.transport.limits.shared_name(agent)
-                            });
+                            spans.close_finished(&run);
                             drop(spans);
                             Recorder::flush(&mut self.recorder);
                             in_flight.abort_all();

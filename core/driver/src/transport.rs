@@ -34,26 +34,8 @@ pub(crate) struct Limits {
     overall: Arc<Semaphore>,
     per_agent_slots: usize,
     /// One semaphore per agent name, made the first time the agent is used: cards added to a
-    /// live engine get the same bound as those it was built with. The name is kept shared
-    /// beside it: every exchange labels its latency with it, and a copy per request is what
-    /// sharing saves.
-    per_agent: std::sync::Mutex<BTreeMap<String, AgentSlots>>,
-}
-
-/// One agent's semaphore and its shared name.
-#[derive(Debug, Clone)]
-struct AgentSlots {
-    name: Arc<str>,
-    slots: Arc<Semaphore>,
-}
-
-impl AgentSlots {
-    fn new(name: &str, slots: usize) -> AgentSlots {
-        AgentSlots {
-            name: Arc::from(name),
-            slots: Arc::new(Semaphore::new(slots)),
-        }
-    }
+    /// live engine get the same bound as those it was built with.
+    per_agent: std::sync::Mutex<BTreeMap<String, Arc<Semaphore>>>,
 }
 
 /// The two slots an exchange holds while it runs; dropping it frees both.
@@ -73,13 +55,13 @@ impl Limits {
             per_agent_slots: per_agent,
             per_agent: std::sync::Mutex::new(
                 agents
-                    .map(|a| (a.to_owned(), AgentSlots::new(a, per_agent)))
+                    .map(|a| (a.to_owned(), Arc::new(Semaphore::new(per_agent))))
                     .collect(),
             ),
         }
     }
 
-    fn agent_slots(&self, agent: &str) -> AgentSlots {
+    fn agent_slots(&self, agent: &str) -> Arc<Semaphore> {
         // A poisoned map only means another thread panicked between two map operations, which
         // leave it consistent; the limits must keep working.
         let mut slots = self
@@ -89,36 +71,20 @@ impl Limits {
         if let Some(entry) = slots.get(agent) {
             return entry.clone();
         }
-        let entry = AgentSlots::new(agent, self.per_agent_slots);
+        let entry = Arc::new(Semaphore::new(self.per_agent_slots));
         slots.insert(agent.to_owned(), entry.clone());
         entry
     }
 
-    /// The shared name of an agent of the engine's cards, or of one it has sent to; `None`
-    /// for another name (a local step's agent, say), which is not entered: the engine-wide map
-    /// would grow with every such name.
-    pub(crate) fn shared_name(&self, agent: &str) -> Option<Arc<str>> {
-        let slots = self
-            .per_agent
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
-        slots.get(agent).map(|entry| entry.name.clone())
-    }
-
     /// Waits for a slot for `agent`, then for an overall slot (in that order, so exchanges
-    /// queued behind a busy agent never hold overall slots). Also returns the agent's shared
-    /// name.
-    async fn acquire(&self, agent: &str) -> (Permits, Arc<str>) {
-        let AgentSlots { name, slots } = self.agent_slots(agent);
-        let agent = slots.acquire_arc().await;
+    /// queued behind a busy agent never hold overall slots).
+    async fn acquire(&self, agent: &str) -> Permits {
+        let agent = self.agent_slots(agent).acquire_arc().await;
         let overall = self.overall.acquire_arc().await;
-        (
-            Permits {
-                _agent: agent,
-                _overall: overall,
-            },
-            name,
-        )
+        Permits {
+            _agent: agent,
+            _overall: overall,
+        }
     }
 }
 
@@ -191,11 +157,11 @@ impl<R: Runtime> Transport<R> {
                     error: TransportError { kind, message },
                 }
             };
-            let (_permits, agent) = self.limits.acquire(&req.agent).await;
+            let _permits = self.limits.acquire(&req.agent).await;
             // Latency counts from here (queueing behind the limits excluded) to the end of the
             // response or the failure, whichever way this function returns.
             let _latency = Latency::<R> {
-                agent,
+                agent: req.agent.clone().into(),
                 binding,
                 purpose: req.purpose,
                 streaming: req.streaming,
