@@ -411,10 +411,9 @@ where
     Ok(sender)
 }
 
-/// The origin (scheme, host, port) of a request with an absolute `http` or `https` URL.
-pub(crate) fn origin_of<B>(request: &http::Request<B>) -> Result<Origin, Failure> {
+/// The origin (scheme, host, port) of an absolute `http` or `https` URL.
+pub(crate) fn origin_of(uri: &http::Uri) -> Result<Origin, Failure> {
     let bad = |m: String| (TransportErrorKind::Other, m);
-    let uri = request.uri();
     let https = match uri.scheme_str() {
         Some("https") => true,
         Some("http") => false,
@@ -432,37 +431,56 @@ pub(crate) fn origin_of<B>(request: &http::Request<B>) -> Result<Origin, Failure
     Ok((https, host, port))
 }
 
-/// Rewrites an absolute URL to origin form with a `Host` header; returns the origin.
-fn origin_form<B>(request: &mut http::Request<B>) -> Result<Origin, Failure> {
-    let bad = |m: String| (TransportErrorKind::Other, m);
-    let origin = origin_of(request)?;
-    // Taken apart, not printed and parsed again: the path moves into the new URI uncopied.
-    let absolute = std::mem::take(request.uri_mut()).into_parts();
-    if let Some(authority) = &absolute.authority {
-        if !request.headers().contains_key(http::header::HOST) {
-            let value = http::HeaderValue::from_str(authority.as_str())
-                .map_err(|e| bad(format!("invalid host: {e}")))?;
-            request.headers_mut().insert(http::header::HOST, value);
-        }
+/// What an absolute `http` or `https` URL becomes on an HTTP/1.1 connection: the origin that
+/// picks the connection, the `Host` header and the origin-form target.
+#[derive(Clone)]
+struct OriginForm {
+    origin: Origin,
+    host: http::HeaderValue,
+    target: http::Uri,
+}
+
+impl OriginForm {
+    fn of(uri: &http::Uri) -> Result<OriginForm, Failure> {
+        let bad = |m: String| (TransportErrorKind::Other, m);
+        let origin = origin_of(uri)?;
+        // `origin_of` refused a URL without an authority.
+        let authority = uri.authority().map_or("", http::uri::Authority::as_str);
+        let host = http::HeaderValue::from_str(authority)
+            .map_err(|e| bad(format!("invalid host: {e}")))?;
+        let mut target = http::uri::Parts::default();
+        target.path_and_query = Some(
+            uri.path_and_query()
+                .cloned()
+                .unwrap_or_else(|| http::uri::PathAndQuery::from_static("/")),
+        );
+        let target =
+            http::Uri::from_parts(target).map_err(|e| bad(format!("invalid path: {e}")))?;
+        Ok(OriginForm {
+            origin,
+            host,
+            target,
+        })
     }
-    let mut relative = http::uri::Parts::default();
-    relative.path_and_query = Some(
-        absolute
-            .path_and_query
-            .unwrap_or_else(|| http::uri::PathAndQuery::from_static("/")),
-    );
-    *request.uri_mut() =
-        http::Uri::from_parts(relative).map_err(|e| bad(format!("invalid path: {e}")))?;
-    Ok(origin)
+
+    /// Puts `request` in this form (a `Host` header it already has is kept); returns the
+    /// origin.
+    fn apply<B>(self, request: &mut http::Request<B>) -> Origin {
+        if !request.headers().contains_key(http::header::HOST) {
+            request.headers_mut().insert(http::header::HOST, self.host);
+        }
+        *request.uri_mut() = self.target;
+        self.origin
+    }
 }
 
 /// How many request targets a client keeps taken apart: an engine sends to a handful of agent
 /// URLs over and over.
 const RECENT_TARGETS: usize = 16;
 
-/// The request targets a client sent to lately, each parsed and taken apart once: the URL,
-/// its origin (the pool's key), its `Host` header and its origin-form target. A lookup compares
-/// the target with the few kept ones, which costs less than parsing it again for every request.
+/// The request targets a client sent to lately, each parsed and taken apart once. A lookup
+/// compares the target with the few kept ones, which costs less than parsing it again for
+/// every request.
 #[derive(Default)]
 struct RecentTargets {
     /// Most recently added last; the oldest goes when a new one comes past the limit.
@@ -472,9 +490,7 @@ struct RecentTargets {
 struct Target {
     url: Box<str>,
     absolute: http::Uri,
-    origin: Origin,
-    host: http::HeaderValue,
-    relative: http::Uri,
+    form: OriginForm,
 }
 
 impl RecentTargets {
@@ -489,46 +505,37 @@ impl RecentTargets {
             return Ok(uri);
         }
         let uri = http::Uri::try_from(url)?;
-        let mut request = http::Request::new(());
-        *request.uri_mut() = uri.clone();
         // A URL the client cannot send to is not kept: its request fails as it always did.
-        if let Ok(origin) = origin_form(&mut request) {
-            if let Some(host) = request.headers_mut().remove(http::header::HOST) {
-                let target = Target {
-                    url: url.into(),
-                    absolute: uri.clone(),
-                    origin,
-                    host,
-                    relative: request.uri().clone(),
-                };
-                self.with(|kept| {
-                    if kept.len() == RECENT_TARGETS {
-                        kept.pop_front();
-                    }
-                    kept.push_back(target);
-                });
-            }
+        if let Ok(form) = OriginForm::of(&uri) {
+            let target = Target {
+                url: url.into(),
+                absolute: uri.clone(),
+                form,
+            };
+            self.with(|kept| {
+                if kept.len() == RECENT_TARGETS {
+                    kept.pop_front();
+                }
+                kept.push_back(target);
+            });
         }
         Ok(uri)
     }
 
     /// Rewrites `request`'s absolute URL to origin form with a `Host` header and returns its
-    /// origin, as [`origin_form`] does, from the kept parts when its target is one of them.
+    /// origin, from the kept parts when its target is one of them.
     fn origin_form<B>(&self, request: &mut http::Request<B>) -> Result<Origin, Failure> {
         let uri = request.uri();
         let kept = self.with(|kept| {
             kept.iter()
                 .find(|t| same_target(&t.absolute, uri))
-                .map(|t| (t.origin.clone(), t.host.clone(), t.relative.clone()))
+                .map(|t| t.form.clone())
         });
-        let Some((origin, host, relative)) = kept else {
-            return origin_form(request);
+        let form = match kept {
+            Some(form) => form,
+            None => OriginForm::of(uri)?,
         };
-        if !request.headers().contains_key(http::header::HOST) {
-            request.headers_mut().insert(http::header::HOST, host);
-        }
-        *request.uri_mut() = relative;
-        Ok(origin)
+        Ok(form.apply(request))
     }
 
     fn with<T>(&self, f: impl FnOnce(&mut std::collections::VecDeque<Target>) -> T) -> T {

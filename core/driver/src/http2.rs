@@ -132,7 +132,7 @@ impl<R: Runtime> Http2Connector<R> {
         mut request: http::Request<Full<Bytes>>,
     ) -> impl Future<Output = Result<http::Response<Incoming>, Failure>> + Send + '_ {
         async move {
-            let origin = origin_of(&request)?;
+            let origin = origin_of(request.uri())?;
             // Connection-level headers have no place in HTTP/2; the authority travels in the URI.
             request.headers_mut().remove(http::header::HOST);
             loop {
