@@ -5,7 +5,7 @@ use std::fmt;
 use std::ops::Deref;
 use std::sync::{Arc, LazyLock};
 
-use serde::{Deserialize, Deserializer, Serialize, Serializer};
+use serde::{Deserialize, Serialize};
 
 /// An immutable string whose clones share one allocation.
 ///
@@ -25,7 +25,9 @@ use serde::{Deserialize, Deserializer, Serialize, Serializer};
 /// let owned: String = (&name).into();
 /// assert_eq!(owned, "planner");
 /// ```
-#[derive(Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
+// Serialised as the plain string it holds (serde's `rc` support for `Arc<str>`).
+#[derive(Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(transparent)]
 pub struct SharedStr(Arc<str>);
 
 impl SharedStr {
@@ -181,18 +183,6 @@ impl PartialEq<SharedStr> for &str {
 impl PartialEq<SharedStr> for String {
     fn eq(&self, other: &SharedStr) -> bool {
         **self == *other.0
-    }
-}
-
-impl Serialize for SharedStr {
-    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        serializer.serialize_str(&self.0)
-    }
-}
-
-impl<'de> Deserialize<'de> for SharedStr {
-    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        String::deserialize(deserializer).map(SharedStr::from)
     }
 }
 
