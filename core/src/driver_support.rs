@@ -209,14 +209,7 @@ pub fn answer_guarded<C: ControlPoint + ?Sized>(
     control_point: &C,
     request: HostRequest,
 ) -> GuardedAnswer<'_> {
-    let (name, make_failure) = (request.callback_name(), HostReply::failure_maker(&request));
-    // `answer` runs nothing until polled, so the callback's future is created inside the
-    // guarded poll.
-    GuardedAnswer {
-        answering: Some(Box::pin(answer(control_point, request))),
-        name,
-        make_failure,
-    }
+    GuardedAnswer::new(request, |request| Box::pin(answer(control_point, request)))
 }
 
 /// [`answer_guarded`] with a control point shared by reference count: the answer holds its own
@@ -225,14 +218,9 @@ pub fn answer_guarded_shared<C: ControlPoint + ?Sized + 'static>(
     control_point: Arc<C>,
     request: HostRequest,
 ) -> GuardedAnswer<'static> {
-    let (name, make_failure) = (request.callback_name(), HostReply::failure_maker(&request));
-    GuardedAnswer {
-        answering: Some(Box::pin(
-            async move { answer(&*control_point, request).await },
-        )),
-        name,
-        make_failure,
-    }
+    GuardedAnswer::new(request, move |request| {
+        Box::pin(async move { answer(&*control_point, request).await })
+    })
 }
 
 /// A host callback's answer on its way, from [`answer_guarded`]: a panic ends it with the
@@ -247,6 +235,21 @@ pub struct GuardedAnswer<'a> {
     // Built only when a panic happened: the failure's message is an allocation every host call
     // would otherwise pay.
     make_failure: fn(HostError) -> HostReply,
+}
+
+impl<'a> GuardedAnswer<'a> {
+    /// The guarded answer to `request` that `answering` makes from it. `answer` runs nothing
+    /// until polled, so the callback's future is created inside the guarded poll.
+    fn new(
+        request: HostRequest,
+        answering: impl FnOnce(HostRequest) -> Pin<Box<dyn Future<Output = HostReply> + Send + 'a>>,
+    ) -> GuardedAnswer<'a> {
+        GuardedAnswer {
+            name: request.callback_name(),
+            make_failure: HostReply::failure_maker(&request),
+            answering: Some(answering(request)),
+        }
+    }
 }
 
 impl Future for GuardedAnswer<'_> {
