@@ -10,8 +10,9 @@ use crate::a2a::{
 /// One addressable agent.
 #[derive(Debug, Clone, PartialEq)]
 pub struct AgentEntry {
-    /// The card's name, shared by every request sent to the agent.
-    pub name: SharedStr,
+    /// The card's name, shared by every request sent to the agent. Derived from the card when
+    /// the entry is made, so not for anyone else to set.
+    pub(crate) name: SharedStr,
     /// The card as given.
     pub card: AgentCard,
     /// The interface chosen for it (a2a-wire §7.1).

@@ -1288,8 +1288,8 @@ impl Invocation {
     // ----- results -----
 
     /// The final result. A workflow's invocation is dropped with its result, so the content
-    /// and names move into it; one driven outside a workflow is read again afterwards (its
-    /// context id and text) and keeps its own.
+    /// moves into it; one driven outside a workflow is read again afterwards (its context id
+    /// and text) and keeps its own. The names are shared either way.
     fn take_result(&mut self, status: TaskStatus, failure: Option<Failure>) -> TaskExecutionResult {
         let keep = self.standalone;
         let acc = moved_or_copied(keep, &mut self.acc);
@@ -1298,28 +1298,18 @@ impl Invocation {
         } else {
             Vec::new()
         };
-        let take = |s: &mut String| moved_or_copied(keep, s);
-        let r = &*self.request;
-        // Shared texts: the result names them without a copy, whoever else holds the request.
-        let (subtask_index, step_name, agent_name, skill, task_id, task_description) = (
-            r.subtask_index,
-            r.step_name.clone(),
-            r.agent_name.clone(),
-            r.skill.clone(),
-            r.task_id.clone(),
-            r.instruction.clone(),
-        );
         let (error, error_code, error_details) = match failure {
             Some(f) => (Some(f.message), Some(f.code), f.details),
             None => (None, None, None),
         };
+        let r = &*self.request;
         TaskExecutionResult {
-            step_name,
-            subtask_index,
-            agent_name,
-            skill,
-            task_id,
-            task_description,
+            step_name: r.step_name.clone(),
+            subtask_index: r.subtask_index,
+            agent_name: r.agent_name.clone(),
+            skill: r.skill.clone(),
+            task_id: r.task_id.clone(),
+            task_description: r.instruction.clone(),
             status,
             outputs,
             received_messages: acc.into_received_messages(),
@@ -1327,7 +1317,7 @@ impl Invocation {
             error_code,
             error_details,
             remote_task_id: moved_or_copied(keep, &mut self.remote_task_id),
-            context_id: Some(take(&mut self.context_id)),
+            context_id: Some(moved_or_copied(keep, &mut self.context_id)),
         }
     }
 
