@@ -2,11 +2,12 @@
 
 use std::time::Duration;
 
-use a2at_core::host::{HostError, MessageContent, RouteDecision, TaskResult, codes};
+use a2at_core::SharedStr;
+use a2at_core::host::{HostError, HostRequest, MessageContent, RouteDecision, TaskResult, codes};
 use a2at_core::io::{Input, OpPurpose, Output};
 use a2at_core::result::StepStatus;
 use a2at_core::run::{RunConfig, RunStart};
-use a2at_core::workflow::parse_and_validate;
+use a2at_core::workflow::{BusinessInput, parse_and_validate};
 use a2at_tests::host::now;
 use a2at_tests::{Plan, ScriptedAgent, ScriptedHost, Sim, SimOutcome, directory};
 use serde_json::{Value, json};
@@ -50,6 +51,80 @@ fn chain3() -> Value {
         {"name": "b", "subtasks": [{"agent": "beta", "description": "second"}], "next": [{"step": "c"}]},
         {"name": "c", "subtasks": [{"agent": "alpha", "description": "third"}]}
     ]})
+}
+
+/// The names a run hands out are the workflow's own texts, shared and not copied: every host
+/// request, exchange and result of the chain holds the very step name, agent name and
+/// description of the workflow, one execution id, and each agent's one name.
+#[test]
+fn requests_exchanges_and_results_share_the_workflows_names() {
+    let wf = parse_and_validate(&chain3().to_string()).expect("valid workflow");
+    // A clone of a validated workflow shares its texts with the one the run gets.
+    let kept = wf.clone();
+    let agents = vec![ScriptedAgent::new("alpha"), ScriptedAgent::new("beta")];
+    let dir = directory(&agents);
+    let out = Sim::new(
+        wf,
+        dir,
+        agents,
+        ScriptedHost::default(),
+        RunConfig::default(),
+        RunStart::default(),
+    )
+    .drive_bounded(100_000);
+    let shared = SharedStr::ptr_eq;
+    let subtask = |step: &str, i: u32| {
+        let s = kept
+            .workflow()
+            .steps
+            .iter()
+            .find(|s| s.name == step)
+            .expect("a step of the workflow");
+        (&s.name, &s.subtasks[i as usize])
+    };
+    let mut asked = Vec::new();
+    for output in out.outputs() {
+        if let Output::CallHost {
+            request: HostRequest::Task(r),
+            ..
+        } = output
+        {
+            let (name, sub) = subtask(&r.step_name, r.subtask_index);
+            assert!(shared(&r.step_name, name), "{}", r.step_name);
+            assert!(shared(&r.agent_name, &sub.agent));
+            assert!(shared(&r.instruction, &sub.description));
+            let BusinessInput::Text(input) = &r.input else {
+                panic!("the description is the input")
+            };
+            assert!(shared(input, &sub.description));
+            asked.push(r.clone());
+        }
+    }
+    assert_eq!(asked.len(), 3);
+    assert!(
+        asked
+            .iter()
+            .all(|r| shared(&r.execution_id, &asked[0].execution_id))
+    );
+    let sent = transmits(&out);
+    assert_eq!(sent.len(), 3);
+    for r in &sent {
+        let (name, _) = subtask(&r.correlation.step, r.correlation.subtask_index);
+        assert!(shared(&r.correlation.step, name));
+        assert!(shared(&r.correlation.execution_id, &asked[0].execution_id));
+    }
+    // Both exchanges to `alpha` (steps a and c) carry its directory entry's one name.
+    assert_eq!((&*sent[0].agent, &*sent[2].agent), ("alpha", "alpha"));
+    assert!(shared(&sent[0].agent, &sent[2].agent));
+    let result = out.result();
+    assert_eq!(result.history.len(), 3);
+    for (h, r) in result.history.iter().zip(&asked) {
+        let (name, sub) = subtask(&h.step_name, h.subtask_index);
+        assert!(shared(&h.step_name, name));
+        assert!(shared(&h.agent_name, &sub.agent));
+        assert!(shared(&h.task_description, &sub.description));
+        assert!(shared(&h.task_id, &r.task_id));
+    }
 }
 
 #[test]
