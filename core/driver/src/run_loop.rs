@@ -38,6 +38,10 @@ const COMPLETION_QUEUE: usize = 1024;
 /// Most inputs one turn of the loop (and one journal commit) takes: the first one and those
 /// already waiting behind it.
 const INPUTS_PER_TURN: usize = 64;
+/// Most turns in a row the loop feeds host answers that were ready at once before it lets the
+/// runtime run its other tasks: a host that always answers at once must not hold the thread to
+/// the run's end, and a yield on every such turn would cost a task wake-up per request.
+const READY_ANSWERS_BEFORE_YIELD: u32 = 8;
 
 /// Everything one run's driver owns besides the core `Run`.
 pub(crate) struct Driver<R, C> {
@@ -358,6 +362,8 @@ impl<R: Runtime, C: ControlPoint + 'static> Driver<R, C> {
             let mut spans = RunSpans::starting_at(tasks_seen);
             // Retries scheduled before a restart were counted by the process that ran them.
             let mut retries_seen = run.retries().len();
+            // Turns fed from an answer at hand since the loop last waited or yielded.
+            let mut ready_answers_in_a_row = 0;
             loop {
                 // Write-ahead: what this turn fed the core is durable before any of its outputs
                 // (and the conversation hook they may call) is carried out. A turn without
@@ -436,9 +442,14 @@ impl<R: Runtime, C: ControlPoint + 'static> Driver<R, C> {
                 let woke = if let Some(answer) = in_flight.answered.pop_front() {
                     // A host answer is at hand: no wait. But a host that always answers at once
                     // would then hold the thread to the run's end, its cancel and progress
-                    // requests never seen, so the loop still yields once and looks at both. A
-                    // cancel goes first; the answer is fed right after it.
-                    crate::runtime::yield_now().await;
+                    // requests never seen, so the loop yields after a few such turns in a row,
+                    // and looks at both on every one. A cancel goes first; the answer is fed
+                    // right after it.
+                    ready_answers_in_a_row += 1;
+                    if ready_answers_in_a_row >= READY_ANSWERS_BEFORE_YIELD {
+                        ready_answers_in_a_row = 0;
+                        crate::runtime::yield_now().await;
+                    }
                     if let Some(asked) = self.next_progress_request().now_or_never() {
                         self.answer_progress(asked, &run);
                     }
@@ -450,6 +461,7 @@ impl<R: Runtime, C: ControlPoint + 'static> Driver<R, C> {
                     };
                     Some((waiter.now(), Some(input)))
                 } else {
+                    ready_answers_in_a_row = 0;
                     let deadline = run.poll_timeout();
                     let next = waiter.next(deadline, &mut rx);
                     futures::pin_mut!(next);
