@@ -4,8 +4,11 @@
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
+use a2at_core::OpId;
 use a2at_core::auth::AuthMaterial;
-use a2at_core::io::{HttpRequest, Input, OpPurpose, TransportError, TransportErrorKind};
+use a2at_core::io::{
+    HeaderField, HttpRequest, Input, OpPurpose, TransportError, TransportErrorKind,
+};
 use a2at_core::protolog::{self, Channel, LogConfig, LogContext};
 use async_lock::{Semaphore, SemaphoreGuardArc};
 use bytes::Bytes;
@@ -217,17 +220,28 @@ impl<R: Runtime> Transport<R> {
                 let content_type = header_text(&parts.headers, http::header::CONTENT_TYPE);
                 Box::new(BodyLog::new(*ctx, content_type, self.log))
             });
-            telemetry::record_status(span, parts.status.as_u16());
-            let head = Input::ResponseHead {
-                op,
-                status: parts.status.as_u16(),
-                headers,
-            };
+            let status = parts.status.as_u16();
+            telemetry::record_status(span, status);
             // hyper's header values share the connection's read buffer: released now, the buffer
             // can take the next response in place instead of a fresh block.
             drop(parts);
-            if tx.send(head).await.is_err() {
-                return;
+            // A unary answer is delivered at its end, with its head and body: before the end
+            // they complete nothing, and each delivery wakes the run, so the run wakes once per
+            // answer instead of once per piece. A body longer than `HELD_BODY_BYTES` goes on in
+            // pieces of about that size, so that the core's size limit still sees it grow. A
+            // stream's pieces go at once.
+            let mut held = Held::default();
+            let head = Input::ResponseHead {
+                op,
+                status,
+                headers,
+            };
+            if req.streaming {
+                if tx.send(head).await.is_err() {
+                    return;
+                }
+            } else {
+                held.keep(head);
             }
             loop {
                 let input = match body.frame().await {
@@ -271,6 +285,20 @@ impl<R: Runtime> Transport<R> {
                     input,
                     Input::ResponseBody { .. } | Input::ResponseTrailers { .. }
                 );
+                let input = if req.streaming {
+                    input
+                } else {
+                    let Some(input) = held.keep(input) else {
+                        if held.body.len() >= HELD_BODY_BYTES && !held.deliver(op, &tx).await {
+                            return;
+                        }
+                        continue;
+                    };
+                    if !held.deliver(op, &tx).await {
+                        return;
+                    }
+                    input
+                };
                 if tx.send(input).await.is_err() || last {
                     return;
                 }
@@ -442,5 +470,60 @@ impl BodyLog {
 fn emit(entries: Vec<String>) {
     for entry in entries {
         tracing::debug!(target: "a2at::protocol", "{entry}");
+    }
+}
+
+/// How much of a unary answer's body an exchange keeps before delivering it.
+const HELD_BODY_BYTES: usize = 64 * 1024;
+
+/// The pieces of a unary answer read and not yet delivered.
+#[derive(Default)]
+struct Held {
+    head: Option<(u16, Vec<HeaderField>)>,
+    body: Vec<u8>,
+    trailers: Option<Vec<HeaderField>>,
+}
+
+impl Held {
+    /// Keeps a response head, body chunk or trailers; gives any other input back.
+    fn keep(&mut self, input: Input) -> Option<Input> {
+        match input {
+            Input::ResponseHead {
+                status, headers, ..
+            } => self.head = Some((status, headers)),
+            Input::ResponseBody { chunk, .. } if self.body.is_empty() => self.body = chunk,
+            Input::ResponseBody { chunk, .. } => self.body.extend_from_slice(&chunk),
+            Input::ResponseTrailers { trailers, .. } => self.trailers = Some(trailers),
+            other => return Some(other),
+        }
+        None
+    }
+
+    /// Delivers what is kept, in the order it was read, and keeps nothing; false when the run
+    /// no longer listens.
+    async fn deliver(&mut self, op: OpId, tx: &completions::Sender<Input>) -> bool {
+        if let Some((status, headers)) = self.head.take() {
+            let head = Input::ResponseHead {
+                op,
+                status,
+                headers,
+            };
+            if tx.send(head).await.is_err() {
+                return false;
+            }
+        }
+        if !self.body.is_empty() {
+            let chunk = std::mem::take(&mut self.body);
+            if tx.send(Input::ResponseBody { op, chunk }).await.is_err() {
+                return false;
+            }
+        }
+        if let Some(trailers) = self.trailers.take() {
+            let trailers = Input::ResponseTrailers { op, trailers };
+            if tx.send(trailers).await.is_err() {
+                return false;
+            }
+        }
+        true
     }
 }

@@ -136,6 +136,113 @@ async fn body_frames_are_delivered_as_they_arrive_with_auth_headers_added() {
     assert!(head.contains("a2a-version: 1.0") && head.contains("authorization: bearer t"));
 }
 
+/// A server answering with `head`, then `first` as one chunk; the rest, `second` and the
+/// body's end, only once told to. Says when `first` is on the wire.
+async fn answer_in_two_parts(
+    head: &'static str,
+    first: String,
+    second: String,
+) -> (String, oneshot::Receiver<()>, oneshot::Sender<()>) {
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}/rpc", listener.local_addr().unwrap());
+    let (sent_first, first_sent) = oneshot::channel::<()>();
+    let (go_on, wait) = oneshot::channel::<()>();
+    tokio::spawn(async move {
+        let (mut s, _) = listener.accept().await.unwrap();
+        read_request(&mut s).await;
+        s.write_all(head.as_bytes()).await.unwrap();
+        s.write_all(&chunk(&first)).await.unwrap();
+        s.flush().await.unwrap();
+        let _ = sent_first.send(());
+        wait.await.unwrap();
+        s.write_all(&chunk(&second)).await.unwrap();
+        s.write_all(b"0\r\n\r\n").await.unwrap();
+        // Held open until the client is done with it.
+        let _ = s.read(&mut [0u8; 1]).await;
+    });
+    (url, first_sent, go_on)
+}
+
+const JSON_HEAD: &str =
+    "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ntransfer-encoding: chunked\r\n\r\n";
+
+/// The body pieces among `inputs`, joined.
+fn body_of(inputs: &[Input]) -> Vec<u8> {
+    inputs
+        .iter()
+        .filter_map(|i| match i {
+            Input::ResponseBody { chunk, .. } => Some(chunk.as_slice()),
+            _ => None,
+        })
+        .collect::<Vec<_>>()
+        .concat()
+}
+
+#[tokio::test]
+async fn a_unary_answer_is_delivered_whole_at_its_end() {
+    let _turn = one_at_a_time().await;
+    let (url, first_sent, go_on) =
+        answer_in_two_parts(JSON_HEAD, "{\"result\":".into(), "{}}".into()).await;
+    let t = transport(None);
+    let (tx, mut rx) = crate::completions::channel(16);
+    let mut unary = request(url);
+    unary.streaming = false;
+    let exchange = tokio::spawn(async move { t.exchange(unary, tx).await });
+    first_sent.await.unwrap();
+    // The head and the first part have arrived; the exchange keeps them while the answer is
+    // unfinished (a streaming exchange delivers them at once: the test above).
+    tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    assert_eq!(rx.try_recv(), None);
+    go_on.send(()).unwrap();
+    let mut inputs = Vec::new();
+    while let Some(input) = rx.next().await {
+        inputs.push(input);
+    }
+    exchange.await.unwrap();
+    assert!(
+        matches!(inputs[0], Input::ResponseHead { status: 200, .. }),
+        "{inputs:?}"
+    );
+    assert_eq!(body_of(&inputs), b"{\"result\":{}}");
+    assert_eq!(inputs.last(), Some(&Input::ResponseEnd { op: OpId(1) }));
+    assert_eq!(inputs.len(), 3, "head, the body in one piece, end: {inputs:?}");
+}
+
+#[tokio::test]
+async fn a_long_unary_answer_is_delivered_in_pieces_before_its_end() {
+    let _turn = one_at_a_time().await;
+    let first = "a".repeat(100 * 1024);
+    let second = "b".repeat(10);
+    let (url, _first_sent, go_on) =
+        answer_in_two_parts(JSON_HEAD, first.clone(), second.clone()).await;
+    let t = transport(None);
+    let (tx, mut rx) = crate::completions::channel(16);
+    let mut unary = request(url);
+    unary.streaming = false;
+    let exchange = tokio::spawn(async move { t.exchange(unary, tx).await });
+    // While the server holds back the rest, the head and at least 64 KiB of the body arrive.
+    let early = tokio::time::timeout(std::time::Duration::from_secs(20), async {
+        let mut early = vec![rx.next().await.expect("the head")];
+        while body_of(&early).len() < 64 * 1024 {
+            early.push(rx.next().await.expect("a piece of the body"));
+        }
+        early
+    })
+    .await
+    .expect("the body's first 64 KiB delivered before its end");
+    assert!(matches!(early[0], Input::ResponseHead { status: 200, .. }));
+    assert!(early[1..].iter().all(|i| matches!(i, Input::ResponseBody { .. })));
+    go_on.send(()).unwrap();
+    let mut rest = Vec::new();
+    while let Some(input) = rx.next().await {
+        rest.push(input);
+    }
+    exchange.await.unwrap();
+    assert_eq!(rest.last(), Some(&Input::ResponseEnd { op: OpId(1) }));
+    let whole = [body_of(&early), body_of(&rest)].concat();
+    assert_eq!(whole, [first.as_bytes(), second.as_bytes()].concat());
+}
+
 #[tokio::test]
 async fn an_auth_hook_failure_and_a_refused_connection_are_typed() {
     let _turn = one_at_a_time().await;
