@@ -46,3 +46,19 @@ async fn an_aborted_task_lets_its_parent_span_close_under_a_scoped_subscriber() 
     let closed = closed.0.lock().unwrap().clone();
     assert_eq!(closed, ["exchange", "subtask"]);
 }
+
+/// Binding a task to "no subscriber" would only switch dispatchers on each of its polls; a
+/// task spawned under any subscriber is bound to it.
+#[test]
+fn a_task_is_bound_to_its_spawners_dispatcher_only_where_a_subscriber_is_installed() {
+    // No test of this crate installs a global subscriber (one would be bound here).
+    assert!(crate::runtime::dispatch_to_bind().is_none());
+    let closed = Closed::default();
+    let subscriber = tracing_subscriber::registry().with(closed);
+    tracing::subscriber::with_default(subscriber, || {
+        let bound = crate::runtime::dispatch_to_bind().expect("bound to the scoped subscriber");
+        assert!(
+            bound.is::<tracing_subscriber::layer::Layered<Closed, tracing_subscriber::Registry>>()
+        );
+    });
+}

@@ -804,16 +804,27 @@ pub(crate) fn spawn_abortable<R: Runtime>(
 /// the executor does after the last poll, outside any scoped dispatcher: the exchange's span
 /// then closed, but its subtask, step and run spans never did, and were never exported, when
 /// the host had installed its subscriber with `with_default` rather than globally.
+///
+/// With no subscriber installed anywhere when it is spawned, it is polled and dropped under
+/// whichever dispatcher is current then, as an unbound task is.
 struct DroppedInDispatch<F: std::future::Future + Unpin> {
-    dispatch: tracing::Dispatch,
+    dispatch: Option<tracing::Dispatch>,
     task: Option<F>,
 }
 
 impl<F: std::future::Future + Unpin> DroppedInDispatch<F> {
     fn new(task: F) -> Self {
         DroppedInDispatch {
-            dispatch: tracing::dispatcher::get_default(tracing::Dispatch::clone),
+            dispatch: crate::runtime::dispatch_to_bind(),
             task: Some(task),
+        }
+    }
+
+    /// Runs `f` under the task's dispatcher, if it has one.
+    fn in_dispatch<T>(dispatch: Option<&tracing::Dispatch>, f: impl FnOnce() -> T) -> T {
+        match dispatch {
+            Some(dispatch) => tracing::dispatcher::with_default(dispatch, f),
+            None => f(),
         }
     }
 }
@@ -823,7 +834,7 @@ impl<F: std::future::Future + Unpin> std::future::Future for DroppedInDispatch<F
 
     fn poll(mut self: std::pin::Pin<&mut Self>, cx: &mut std::task::Context<'_>) -> Poll<()> {
         let this = &mut *self;
-        tracing::dispatcher::with_default(&this.dispatch, || {
+        Self::in_dispatch(this.dispatch.as_ref(), || {
             let Some(task) = this.task.as_mut() else {
                 return Poll::Ready(());
             };
@@ -839,7 +850,7 @@ impl<F: std::future::Future + Unpin> std::future::Future for DroppedInDispatch<F
 impl<F: std::future::Future + Unpin> Drop for DroppedInDispatch<F> {
     fn drop(&mut self) {
         if let Some(task) = self.task.take() {
-            tracing::dispatcher::with_default(&self.dispatch, || drop(task));
+            Self::in_dispatch(self.dispatch.as_ref(), || drop(task));
         }
     }
 }

@@ -32,9 +32,10 @@ pub trait Runtime: Clone + std::fmt::Debug + Send + Sync + 'static {
     /// A future that resolves once [`Runtime::now`] has reached `at`.
     fn sleep_until(at: Instant) -> BoxFuture<()>;
 
-    /// Runs `task` in the background, detached, as it is. The driver has already bound the
-    /// task to the `tracing` dispatcher current where it spawned it (its logs and spans go to
-    /// that subscriber, whichever thread polls it), so the runtime adds nothing for that.
+    /// Runs `task` in the background, detached, as it is. Where any `tracing` subscriber is
+    /// installed, the driver has already bound the task to the dispatcher current where it
+    /// spawned it (its logs and spans go to that subscriber, whichever thread polls it), so the
+    /// runtime adds nothing for that.
     fn spawn(task: impl Future<Output = ()> + Send + 'static);
 
     /// Runs a blocking call (a host's listener callback) where it cannot stall the runtime's
@@ -88,5 +89,20 @@ pub(crate) async fn within<R: Runtime, F: Future>(
 /// Spawns `task` on `R`, bound to the `tracing` dispatcher current here: its logs and spans go
 /// to the subscriber in scope where it was spawned, whichever thread the runtime polls it on.
 pub(crate) fn spawn<R: Runtime>(task: impl Future<Output = ()> + Send + 'static) {
-    R::spawn(tracing::instrument::WithSubscriber::with_current_subscriber(task));
+    match dispatch_to_bind() {
+        Some(dispatch) => R::spawn(tracing::instrument::WithSubscriber::with_subscriber(
+            task, dispatch,
+        )),
+        None => R::spawn(task),
+    }
+}
+
+/// The dispatcher current here, for a task spawned from here to be polled under; `None` when
+/// no subscriber is current (none installed globally or in scope): binding the task would then
+/// only switch dispatchers on each of its polls, and the task logs wherever it is polled, as
+/// any task spawned without a binding does.
+pub(crate) fn dispatch_to_bind() -> Option<tracing::Dispatch> {
+    tracing::dispatcher::get_default(|current| {
+        (!current.is::<tracing::subscriber::NoSubscriber>()).then(|| current.clone())
+    })
 }

@@ -205,7 +205,11 @@ async fn a_unary_answer_is_delivered_whole_at_its_end() {
     );
     assert_eq!(body_of(&inputs), b"{\"result\":{}}");
     assert_eq!(inputs.last(), Some(&Input::ResponseEnd { op: OpId(1) }));
-    assert_eq!(inputs.len(), 3, "head, the body in one piece, end: {inputs:?}");
+    assert_eq!(
+        inputs.len(),
+        3,
+        "head, the body in one piece, end: {inputs:?}"
+    );
 }
 
 #[tokio::test]
@@ -231,7 +235,11 @@ async fn a_long_unary_answer_is_delivered_in_pieces_before_its_end() {
     .await
     .expect("the body's first 64 KiB delivered before its end");
     assert!(matches!(early[0], Input::ResponseHead { status: 200, .. }));
-    assert!(early[1..].iter().all(|i| matches!(i, Input::ResponseBody { .. })));
+    assert!(
+        early[1..]
+            .iter()
+            .all(|i| matches!(i, Input::ResponseBody { .. }))
+    );
     go_on.send(()).unwrap();
     let mut rest = Vec::new();
     while let Some(input) = rx.next().await {
