@@ -647,7 +647,10 @@ fn encode_json_call(
             }
         }
     };
-    let mut headers = vec![("A2A-Version".into(), A2A_VERSION.into())];
+    // Room for the four headers a call can carry here and the two of trace context the
+    // exchange adds, so that the list is never grown.
+    let mut headers = Vec::with_capacity(6);
+    headers.push(("A2A-Version".into(), A2A_VERSION.into()));
     if body.is_some() {
         headers.push(("Content-Type".into(), "application/json".into()));
     }
