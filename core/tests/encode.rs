@@ -88,6 +88,27 @@ fn jsonrpc_send_message_exact_envelope_and_headers() {
 }
 
 #[test]
+fn a_jsonrpc_id_is_written_as_a_json_string_whatever_it_holds() {
+    let ep = endpoint(Binding::JsonRpc, "https://a.example/a2a/jsonrpc", None);
+    for id in ["quote\" backslash\\ tab\t", "\u{7f}é", ""] {
+        let r = encode_call(
+            &ep,
+            &A2aCall::GetTask {
+                task_id: "t",
+                history_length: None,
+            },
+            id,
+            &[],
+        );
+        let expected = json!({"jsonrpc":"2.0","id":id,"method":"GetTask","params":{"id":"t"}});
+        assert_eq!(
+            String::from_utf8(r.body.clone()).unwrap(),
+            serde_json::to_string(&expected).unwrap()
+        );
+    }
+}
+
+#[test]
 fn jsonrpc_all_calls_with_tenant_and_extensions() {
     let req = request();
     let ep = endpoint(Binding::JsonRpc, "https://a.example/rpc/", Some("acme"));

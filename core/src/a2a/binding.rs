@@ -16,7 +16,7 @@ use super::sse::{SseDecoder, SseError, SseEvent};
 use super::types::{ListTasksParams, SendMessageRequest, StreamResponse, Task, TaskPage};
 use crate::io::HeaderText;
 use core::time::Duration;
-use serde::ser::{Serialize, SerializeMap, Serializer};
+use serde::ser::Serialize;
 use serde_json::{Map, Value};
 
 /// The value of the `A2A-Version` header this client speaks.
@@ -451,28 +451,25 @@ fn compact<T: Serialize + ?Sized>(v: &T) -> Vec<u8> {
         .unwrap_or_default()
 }
 
-/// A JSON-RPC request body, written straight from its parameters.
-fn rpc_request<P: Serialize + ?Sized>(rpc_id: &str, method: &str, params: &P) -> Vec<u8> {
-    struct Envelope<'a, P: ?Sized> {
-        id: &'a str,
-        method: &'a str,
-        params: &'a P,
+/// A JSON-RPC request body, written straight from its parameters. The envelope around them is
+/// fixed text (its member names and the method names need no escaping), so only the id and
+/// the parameters go through the serializer; the bytes are the same as serializing the whole
+/// envelope as a map.
+fn rpc_request<P: Serialize + ?Sized>(rpc_id: &str, kind: CallKind, params: &P) -> Vec<u8> {
+    let mut out = Vec::with_capacity(512);
+    out.extend_from_slice(br#"{"jsonrpc":"2.0","id":"#);
+    // As in `compact`: string member names only, so writing cannot fail.
+    if serde_json::to_writer(&mut out, rpc_id).is_err() {
+        return Vec::new();
     }
-    impl<P: Serialize + ?Sized> Serialize for Envelope<'_, P> {
-        fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-            let mut m = s.serialize_map(Some(4))?;
-            m.serialize_entry("jsonrpc", "2.0")?;
-            m.serialize_entry("id", self.id)?;
-            m.serialize_entry("method", self.method)?;
-            m.serialize_entry("params", self.params)?;
-            m.end()
-        }
+    out.extend_from_slice(br#","method":""#);
+    out.extend_from_slice(kind.method_name().as_bytes());
+    out.extend_from_slice(br#"","params":"#);
+    if serde_json::to_writer(&mut out, params).is_err() {
+        return Vec::new();
     }
-    compact(&Envelope {
-        id: rpc_id,
-        method,
-        params,
-    })
+    out.push(b'}');
+    out
 }
 
 /// Encodes one call for the endpoint's binding. `rpc_id` is the JSON-RPC id (ignored by the
@@ -522,21 +519,16 @@ fn encode_json_call(
     let kind = call.kind();
     let (method, url, body): (HttpMethod, String, Option<Vec<u8>>) = match endpoint.binding {
         Binding::JsonRpc | Binding::Grpc => {
-            let method = kind.method_name();
             let body = match call {
                 A2aCall::SendMessage(r) | A2aCall::SendStreamingMessage(r) => {
-                    rpc_request(rpc_id, method, &r.with_tenant(tenant))
+                    rpc_request(rpc_id, kind, &r.with_tenant(tenant))
                 }
                 A2aCall::GetTask {
                     task_id,
                     history_length,
-                } => rpc_request(
-                    rpc_id,
-                    method,
-                    &task_params(tenant, task_id, *history_length),
-                ),
+                } => rpc_request(rpc_id, kind, &task_params(tenant, task_id, *history_length)),
                 A2aCall::CancelTask { task_id } | A2aCall::SubscribeToTask { task_id } => {
-                    rpc_request(rpc_id, method, &task_params(tenant, task_id, None))
+                    rpc_request(rpc_id, kind, &task_params(tenant, task_id, None))
                 }
                 A2aCall::ListTasks {
                     context_id,
@@ -554,7 +546,7 @@ fn encode_json_call(
                         m.insert("pageSize".to_owned(), Value::from(*n));
                     }
                     m.insert("historyLength".to_owned(), Value::from(0));
-                    rpc_request(rpc_id, method, &m)
+                    rpc_request(rpc_id, kind, &m)
                 }
                 A2aCall::ListTasksPage(params) => {
                     let mut m = Map::new();
@@ -564,7 +556,7 @@ fn encode_json_call(
                     for (k, v) in list_tasks_fields(params) {
                         m.insert(k.to_owned(), v);
                     }
-                    rpc_request(rpc_id, method, &m)
+                    rpc_request(rpc_id, kind, &m)
                 }
             };
             (HttpMethod::Post, endpoint.url.clone(), Some(body))
