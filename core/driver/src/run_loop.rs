@@ -805,8 +805,9 @@ pub(crate) fn spawn_abortable<R: Runtime>(
 /// then closed, but its subtask, step and run spans never did, and were never exported, when
 /// the host had installed its subscriber with `with_default` rather than globally.
 ///
-/// With no subscriber installed anywhere when it is spawned, it is polled and dropped under
-/// whichever dispatcher is current then, as an unbound task is.
+/// Spawned where no subscriber is current (none installed globally or in scope), it is bound
+/// to none: it is polled and dropped under whichever dispatcher is current then, as any
+/// unbound task is.
 struct DroppedInDispatch<F: std::future::Future + Unpin> {
     dispatch: Option<tracing::Dispatch>,
     task: Option<F>,

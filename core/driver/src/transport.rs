@@ -231,17 +231,17 @@ impl<R: Runtime> Transport<R> {
             // pieces of about that size, so that the core's size limit still sees it grow. A
             // stream's pieces go at once.
             let mut held = Held::default();
-            let head = Input::ResponseHead {
-                op,
-                status,
-                headers,
-            };
             if req.streaming {
+                let head = Input::ResponseHead {
+                    op,
+                    status,
+                    headers,
+                };
                 if tx.send(head).await.is_err() {
                     return;
                 }
             } else {
-                held.keep(head);
+                held.head = Some((status, headers));
             }
             loop {
                 let input = match body.frame().await {
@@ -485,12 +485,9 @@ struct Held {
 }
 
 impl Held {
-    /// Keeps a response head, body chunk or trailers; gives any other input back.
+    /// Keeps a body chunk or the trailers; gives any other input back.
     fn keep(&mut self, input: Input) -> Option<Input> {
         match input {
-            Input::ResponseHead {
-                status, headers, ..
-            } => self.head = Some((status, headers)),
             Input::ResponseBody { chunk, .. } if self.body.is_empty() => self.body = chunk,
             Input::ResponseBody { chunk, .. } => self.body.extend_from_slice(&chunk),
             Input::ResponseTrailers { trailers, .. } => self.trailers = Some(trailers),
