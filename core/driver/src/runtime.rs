@@ -88,6 +88,7 @@ pub(crate) async fn within<R: Runtime, F: Future>(
 
 /// Spawns `task` on `R`, bound to the `tracing` dispatcher current here: its logs and spans go
 /// to the subscriber in scope where it was spawned, whichever thread the runtime polls it on.
+/// Where no subscriber is current, the task is spawned unbound (see [`dispatch_to_bind`]).
 pub(crate) fn spawn<R: Runtime>(task: impl Future<Output = ()> + Send + 'static) {
     match dispatch_to_bind() {
         Some(dispatch) => R::spawn(tracing::instrument::WithSubscriber::with_subscriber(
