@@ -333,7 +333,7 @@ impl<R: Runtime> Connector<R> {
         if !*https {
             return start::<R, _>(HyperIo::new(tcp)).await;
         }
-        let name = ServerName::try_from(host.clone())
+        let name = ServerName::try_from(host.to_string())
             .map_err(|e| (TransportErrorKind::Tls, format!("invalid TLS name: {e}")))?;
         let tls = self
             .tls
@@ -426,7 +426,7 @@ pub(crate) fn origin_of(uri: &http::Uri) -> Result<Origin, Failure> {
         .host()
         .trim_start_matches('[')
         .trim_end_matches(']')
-        .to_owned();
+        .into();
     let port = authority.port_u16().unwrap_or(if https { 443 } else { 80 });
     Ok((https, host, port))
 }
@@ -597,13 +597,28 @@ pub(crate) fn build_request_to<N: AsRef<str>, V: AsRef<str>>(
     Ok(request)
 }
 
-/// The names every A2A request carries that `http` does not know: parsing one of those copies
-/// it, a constant does not.
-const SENT_NAMES: [http::header::HeaderName; 4] = [
-    http::header::HeaderName::from_static("a2a-version"),
-    http::header::HeaderName::from_static("a2a-extensions"),
-    http::header::HeaderName::from_static("traceparent"),
-    http::header::HeaderName::from_static("tracestate"),
+/// The names A2A requests carry, as the core writes them and in the order a request lists them.
+/// A name found here by its exact text costs one comparison; any other goes through
+/// `HeaderName::from_bytes`, which lowercases it and copies a name `http` does not know.
+const SENT_NAMES: [(&str, http::header::HeaderName); 6] = [
+    (
+        "A2A-Version",
+        http::header::HeaderName::from_static("a2a-version"),
+    ),
+    ("Content-Type", http::header::CONTENT_TYPE),
+    ("Accept", http::header::ACCEPT),
+    (
+        "traceparent",
+        http::header::HeaderName::from_static("traceparent"),
+    ),
+    (
+        "A2A-Extensions",
+        http::header::HeaderName::from_static("a2a-extensions"),
+    ),
+    (
+        "tracestate",
+        http::header::HeaderName::from_static("tracestate"),
+    ),
 ];
 
 /// The values most requests carry, kept as constants for the same reason.
@@ -614,11 +629,8 @@ const SENT_VALUES: [http::HeaderValue; 3] = [
 ];
 
 fn header_name(name: &str) -> Result<http::header::HeaderName, http::Error> {
-    match SENT_NAMES
-        .iter()
-        .find(|known| known.as_str().eq_ignore_ascii_case(name))
-    {
-        Some(known) => Ok(known.clone()),
+    match SENT_NAMES.iter().find(|(text, _)| *text == name) {
+        Some((_, known)) => Ok(known.clone()),
         None => Ok(http::header::HeaderName::from_bytes(name.as_bytes())?),
     }
 }
@@ -637,17 +649,17 @@ pub(crate) fn header_pairs(headers: &http::HeaderMap) -> Vec<HeaderField> {
         .iter()
         .map(|(n, v)| {
             let value = match std::str::from_utf8(v.as_bytes()) {
-                Ok(text) => common_text(text),
+                Ok(text) => common_text(text, &COMMON_HEADER_VALUES),
                 Err(_) => Cow::Owned(String::from_utf8_lossy(v.as_bytes()).into_owned()),
             };
-            (common_text(n.as_str()), value)
+            (common_text(n.as_str(), &COMMON_HEADER_NAMES), value)
         })
         .collect()
 }
 
-/// Header names and values of A2A responses over JSON-RPC, HTTP+JSON and gRPC, and of the
-/// HTTP servers that carry them.
-const COMMON_HEADER_TEXTS: [&str; 26] = [
+/// Header names of A2A responses over JSON-RPC, HTTP+JSON and gRPC, and of the HTTP servers
+/// that carry them, the most frequent first.
+const COMMON_HEADER_NAMES: [&str; 16] = [
     "content-type",
     "content-length",
     "date",
@@ -664,6 +676,11 @@ const COMMON_HEADER_TEXTS: [&str; 26] = [
     "grpc-status-details-bin",
     "grpc-encoding",
     "grpc-accept-encoding",
+];
+
+/// Header values of the same responses, looked for apart from the names: a value is never
+/// compared with the names first.
+const COMMON_HEADER_VALUES: [&str; 10] = [
     "application/json",
     "application/json; charset=utf-8",
     "text/event-stream",
@@ -676,9 +693,10 @@ const COMMON_HEADER_TEXTS: [&str; 26] = [
     "0",
 ];
 
-fn common_text(text: &str) -> Cow<'static, str> {
-    match COMMON_HEADER_TEXTS.iter().find(|common| **common == text) {
-        Some(common) => Cow::Borrowed(common),
+/// `text` borrowed from `common` when it is one of them, else copied.
+fn common_text(text: &str, common: &[&'static str]) -> Cow<'static, str> {
+    match common.iter().find(|known| **known == text) {
+        Some(known) => Cow::Borrowed(known),
         None => Cow::Owned(text.to_owned()),
     }
 }
@@ -732,8 +750,10 @@ mod tests {
         for (request, origin) in [(&first, &first_origin), (&again, &again_origin)] {
             assert_eq!(request.uri().to_string(), "/a2a/v1?x=1");
             assert_eq!(host(request), "Agent.example:8080");
-            assert_eq!(*origin, (false, "Agent.example".to_owned(), 8080));
+            assert_eq!(*origin, (false, "Agent.example".into(), 8080));
         }
+        // The kept origin is handed out, not copied: its host is one shared text.
+        assert!(Arc::ptr_eq(&first_origin.1, &again_origin.1));
         // A Host header the request already has is kept.
         let mut own = http::Request::new(());
         *own.uri_mut() = targets.uri_of(url).unwrap();
@@ -755,14 +775,14 @@ mod tests {
         let (other_query, _) = sent_to(&targets, "https://agent.example/a?q=2");
         assert_eq!(other_query.uri().to_string(), "/a?q=2");
         let (plain, origin) = sent_to(&targets, "http://agent.example/a?q=1");
-        assert_eq!(origin, (false, "agent.example".to_owned(), 80));
+        assert_eq!(origin, (false, "agent.example".into(), 80));
         assert_eq!(plain.uri().to_string(), "/a?q=1");
         // A URI rewritten after it was parsed (a request hook) is taken apart afresh.
         let mut rewritten = http::Request::new(());
         *rewritten.uri_mut() = targets.uri_of("https://agent.example/a?q=1").unwrap();
         *rewritten.uri_mut() = "https://elsewhere.example:9443/b".parse().unwrap();
         let origin = targets.origin_form(&mut rewritten).unwrap();
-        assert_eq!(origin, (true, "elsewhere.example".to_owned(), 9443));
+        assert_eq!(origin, (true, "elsewhere.example".into(), 9443));
         assert_eq!(host(&rewritten), "elsewhere.example:9443");
         assert_eq!(rewritten.uri().to_string(), "/b");
     }

@@ -188,7 +188,7 @@ impl<R: Runtime> Http2Connector<R> {
         if !*https {
             return handshake::<R, _>(HyperIo::new(tcp)).await;
         }
-        let name = ServerName::try_from(host.clone())
+        let name = ServerName::try_from(host.to_string())
             .map_err(|e| (TransportErrorKind::Tls, format!("invalid TLS name: {e}")))?;
         let tls = self
             .tls

@@ -1,7 +1,7 @@
 //! The idle HTTP/1.1 connections of one [`HttpClient`](crate::HttpClient), kept per origin
 //! for the next request and closed after a while unused.
 
-use std::collections::HashMap;
+use std::collections::BTreeMap;
 use std::marker::PhantomData;
 use std::sync::{Arc, Mutex, Weak};
 use std::time::{Duration, Instant};
@@ -12,8 +12,9 @@ use hyper::client::conn::http1::SendRequest;
 
 use crate::runtime::Runtime;
 
-/// `(https, host, port)`.
-pub(crate) type Origin = (bool, String, u16);
+/// `(https, host, port)`. The host is shared: a kept request target hands its origin to every
+/// exchange sent to it.
+pub(crate) type Origin = (bool, std::sync::Arc<str>, u16);
 
 pub(crate) type Sender = SendRequest<Full<Bytes>>;
 
@@ -70,8 +71,10 @@ struct Idle {
 
 #[derive(Default)]
 struct Lists {
-    /// Per origin, oldest first: connections go back in the order they became idle.
-    by_origin: HashMap<Origin, Vec<Idle>>,
+    /// Per origin, oldest first: connections go back in the order they became idle. An
+    /// ordered map: an engine talks to a handful of origins, and comparing a few keys costs
+    /// less than hashing one with the standard library's SipHash, twice per request.
+    by_origin: BTreeMap<Origin, Vec<Idle>>,
     /// A task closes expired connections while any connection is idle.
     sweeping: bool,
 }
