@@ -182,7 +182,7 @@ fn uuid_bytes(hi: u64, lo: u64) -> [u8; 36] {
 
 /// The 16 lowercase hex digits of `x`, most significant first, computed eight at a time: each
 /// half's nibbles are spread one per byte, then every byte becomes its digit at once.
-fn hex_digits(x: u64) -> [u8; 16] {
+pub(crate) fn hex_digits(x: u64) -> [u8; 16] {
     fn eight(half: u32) -> [u8; 8] {
         let mut n = u64::from(half);
         n = (n | (n << 16)) & 0x0000_FFFF_0000_FFFF;

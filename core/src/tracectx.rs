@@ -22,7 +22,7 @@ use core::str::FromStr;
 
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
-use crate::ids::{IdGenerator, OpId};
+use crate::ids::{IdGenerator, OpId, hex_digits};
 use crate::io::HeaderText;
 
 /// The name of the header that carries the trace id and the sender's span id.
@@ -135,16 +135,6 @@ pub fn check_tracestate(value: &str) -> Result<(), TraceContextError> {
     }
 }
 
-/// Fills `out` with the lowest nibbles of `value` as lowercase hex.
-fn write_hex(out: &mut [u8], value: u128) {
-    const HEX: &[u8; 16] = b"0123456789abcdef";
-    let mut v = value;
-    for slot in out.iter_mut().rev() {
-        *slot = HEX[(v & 0xf) as usize];
-        v >>= 4;
-    }
-}
-
 /// The value of 1 to 32 lowercase hex digits; `None` for anything else (uppercase is invalid in
 /// `traceparent`).
 fn hex_value(digits: &[u8]) -> Option<u128> {
@@ -161,9 +151,10 @@ fn hex_value(digits: &[u8]) -> Option<u128> {
 /// The canonical `00-<trace id>-<span id>-<flags>` text.
 fn traceparent_text(trace_id: u128, span_id: u64, flags: u8) -> String {
     let mut buf = *b"00-00000000000000000000000000000000-0000000000000000-00";
-    write_hex(&mut buf[3..35], trace_id);
-    write_hex(&mut buf[36..52], u128::from(span_id));
-    write_hex(&mut buf[53..55], u128::from(flags));
+    buf[3..19].copy_from_slice(&hex_digits((trace_id >> 64) as u64));
+    buf[19..35].copy_from_slice(&hex_digits(trace_id as u64));
+    buf[36..52].copy_from_slice(&hex_digits(span_id));
+    buf[53..55].copy_from_slice(&hex_digits(u64::from(flags))[14..]);
     // Only ASCII hex digits and dashes were written, so the text is always valid UTF-8.
     String::from(core::str::from_utf8(&buf).unwrap_or_default())
 }
@@ -280,6 +271,23 @@ mod tests {
         assert_eq!(p.to_string(), SAMPLE);
         let json = serde_json::to_string(&p).unwrap();
         assert_eq!(serde_json::from_str::<TraceParent>(&json).unwrap(), p);
+    }
+
+    #[test]
+    fn the_text_is_the_formatted_fields_for_any_values() {
+        let mut draws = IdGenerator::new(3);
+        for _ in 0..500 {
+            let trace_id = u128::from(draws.next_u64()) << 64 | u128::from(draws.next_u64());
+            let (span_id, flags) = (draws.next_u64(), draws.next_u64() as u8);
+            assert_eq!(
+                traceparent_text(trace_id, span_id, flags),
+                format!("00-{trace_id:032x}-{span_id:016x}-{flags:02x}")
+            );
+        }
+        assert_eq!(
+            traceparent_text(u128::MAX, u64::MAX, u8::MAX),
+            format!("00-{}-{}-ff", "f".repeat(32), "f".repeat(16))
+        );
     }
 
     #[test]
