@@ -7,7 +7,7 @@ use a2at_core::host::{HostError, HostRequest, MessageContent, RouteDecision, Tas
 use a2at_core::io::{Input, OpPurpose, Output};
 use a2at_core::result::StepStatus;
 use a2at_core::run::{RunConfig, RunStart};
-use a2at_core::workflow::{BusinessInput, parse_and_validate};
+use a2at_core::workflow::{BusinessInput, ValidatedWorkflow, parse_and_validate};
 use a2at_tests::host::now;
 use a2at_tests::{Plan, ScriptedAgent, ScriptedHost, Sim, SimOutcome, directory};
 use serde_json::{Value, json};
@@ -19,8 +19,20 @@ fn run_with(
     config: RunConfig,
 ) -> SimOutcome {
     let wf = parse_and_validate(&workflow.to_string()).expect("valid workflow");
+    run_validated(wf, agents, host, config, RunStart::default())
+}
+
+/// A run of a workflow already validated (one the test keeps a clone of, say), started with
+/// `start`.
+fn run_validated(
+    wf: ValidatedWorkflow,
+    agents: Vec<ScriptedAgent>,
+    host: ScriptedHost,
+    config: RunConfig,
+    start: RunStart,
+) -> SimOutcome {
     let dir = directory(&agents);
-    Sim::new(wf, dir, agents, host, config, RunStart::default()).drive_bounded(100_000)
+    Sim::new(wf, dir, agents, host, config, start).drive_bounded(100_000)
 }
 
 fn run(workflow: Value, agents: Vec<ScriptedAgent>, host: ScriptedHost) -> SimOutcome {
@@ -62,16 +74,13 @@ fn requests_exchanges_and_results_share_the_workflows_names() {
     // A clone of a validated workflow shares its texts with the one the run gets.
     let kept = wf.clone();
     let agents = vec![ScriptedAgent::new("alpha"), ScriptedAgent::new("beta")];
-    let dir = directory(&agents);
-    let out = Sim::new(
+    let out = run_validated(
         wf,
-        dir,
         agents,
         ScriptedHost::default(),
         RunConfig::default(),
         RunStart::default(),
-    )
-    .drive_bounded(100_000);
+    );
     let shared = SharedStr::ptr_eq;
     let subtask = |step: &str, i: u32| {
         let s = kept
@@ -1165,16 +1174,13 @@ fn the_runs_intent_and_language_reach_every_task_request_and_default_to_none() {
     let requests = |start: RunStart| {
         let wf = parse_and_validate(&chain3().to_string()).expect("valid workflow");
         let agents = vec![ScriptedAgent::new("alpha"), ScriptedAgent::new("beta")];
-        let dir = directory(&agents);
-        let out = Sim::new(
+        let out = run_validated(
             wf,
-            dir,
             agents,
             ScriptedHost::default(),
             RunConfig::default(),
             start,
-        )
-        .drive_bounded(100_000);
+        );
         assert!(out.result().success);
         out.outputs()
             .filter_map(|o| match o {
