@@ -229,19 +229,14 @@ impl<R: Runtime> Transport<R> {
             // they complete nothing, and each delivery wakes the run, so the run wakes once per
             // answer instead of once per piece. A body longer than `HELD_BODY_BYTES` goes on in
             // pieces of about that size, so that the core's size limit still sees it grow. A
-            // stream's pieces go at once.
-            let mut held = Held::default();
-            if req.streaming {
-                let head = Input::ResponseHead {
-                    op,
-                    status,
-                    headers,
-                };
-                if tx.send(head).await.is_err() {
-                    return;
-                }
-            } else {
-                held.head = Some((status, headers));
+            // stream holds nothing: its head and every piece go at once.
+            let hold_up_to = if req.streaming { 0 } else { HELD_BODY_BYTES };
+            let mut held = Held {
+                head: Some((status, headers)),
+                ..Held::default()
+            };
+            if req.streaming && !held.deliver(op, &tx).await {
+                return;
             }
             loop {
                 let input = match body.frame().await {
@@ -281,27 +276,17 @@ impl<R: Runtime> Transport<R> {
                         },
                     },
                 };
-                let last = !matches!(
-                    input,
-                    Input::ResponseBody { .. } | Input::ResponseTrailers { .. }
-                );
-                let input = if req.streaming {
-                    input
-                } else {
-                    let Some(input) = held.keep(input) else {
-                        if held.body.len() >= HELD_BODY_BYTES && !held.deliver(op, &tx).await {
-                            return;
-                        }
-                        continue;
-                    };
-                    if !held.deliver(op, &tx).await {
+                let Some(end) = held.keep(input) else {
+                    if held.body.len() >= hold_up_to && !held.deliver(op, &tx).await {
                         return;
                     }
-                    input
+                    continue;
                 };
-                if tx.send(input).await.is_err() || last {
-                    return;
+                // The end or a failure: what is held goes first.
+                if held.deliver(op, &tx).await {
+                    let _ = tx.send(end).await;
                 }
+                return;
             }
         }
     }
@@ -473,7 +458,8 @@ fn emit(entries: Vec<String>) {
     }
 }
 
-/// How much of a unary answer's body an exchange keeps before delivering it.
+/// How much of a unary answer's body an exchange keeps before delivering it (a stream's keeps
+/// none).
 const HELD_BODY_BYTES: usize = 64 * 1024;
 
 /// The pieces of a unary answer read and not yet delivered.
@@ -485,7 +471,7 @@ struct Held {
 }
 
 impl Held {
-    /// Keeps a body chunk or the trailers; gives any other input back.
+    /// Keeps a body chunk or the trailers; gives any other input (the end or a failure) back.
     fn keep(&mut self, input: Input) -> Option<Input> {
         match input {
             Input::ResponseBody { chunk, .. } if self.body.is_empty() => self.body = chunk,
