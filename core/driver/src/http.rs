@@ -608,7 +608,7 @@ const SENT_NAMES: [(&str, http::header::HeaderName); 6] = [
     ("Content-Type", http::header::CONTENT_TYPE),
     ("Accept", http::header::ACCEPT),
     (
-        "traceparent",
+        a2at_core::tracectx::TRACEPARENT,
         http::header::HeaderName::from_static("traceparent"),
     ),
     (
@@ -616,7 +616,7 @@ const SENT_NAMES: [(&str, http::header::HeaderName); 6] = [
         http::header::HeaderName::from_static("a2a-extensions"),
     ),
     (
-        "tracestate",
+        a2at_core::tracectx::TRACESTATE,
         http::header::HeaderName::from_static("tracestate"),
     ),
 ];

@@ -689,6 +689,7 @@ fn request_headers_reach_the_wire_by_name_and_value_whatever_their_case() {
             "00-0123456789abcdef0123456789abcdef-0123456789abcdef-01",
         ),
         ("TraceState", "a=b"),
+        ("tracestate", "c=d"),
         ("A2A-Extensions", "urn:x"),
         ("X-Gateway", "1.0"),
     ]
