@@ -441,14 +441,17 @@ fn list_tasks_fields(p: &ListTasksParams) -> Vec<(&'static str, Value)> {
     out
 }
 
-fn compact<T: Serialize + ?Sized>(v: &T) -> Vec<u8> {
-    // Room for a typical call (a message with a few short parts is 300 to 500 bytes) at once,
-    // where serde_json's own start of 128 bytes grows twice to get there.
+/// A request body made by `write`, in room for a typical call (a message with a few short
+/// parts is 300 to 500 bytes) at once, where serde_json's own start of 128 bytes grows twice to
+/// get there. The ProtoJSON writers and `Value` use string member names only, so writing cannot
+/// fail; if it did, the body would be empty.
+fn body_written(write: impl FnOnce(&mut Vec<u8>) -> serde_json::Result<()>) -> Vec<u8> {
     let mut out = Vec::with_capacity(512);
-    // The ProtoJSON writers and `Value` use string member names only, so this cannot fail.
-    serde_json::to_writer(&mut out, v)
-        .map(|()| out)
-        .unwrap_or_default()
+    write(&mut out).map(|()| out).unwrap_or_default()
+}
+
+fn compact<T: Serialize + ?Sized>(v: &T) -> Vec<u8> {
+    body_written(|out| serde_json::to_writer(out, v))
 }
 
 /// A JSON-RPC request body, written straight from its parameters. The envelope around them is
@@ -456,20 +459,16 @@ fn compact<T: Serialize + ?Sized>(v: &T) -> Vec<u8> {
 /// the parameters go through the serializer; the bytes are the same as serializing the whole
 /// envelope as a map.
 fn rpc_request<P: Serialize + ?Sized>(rpc_id: &str, kind: CallKind, params: &P) -> Vec<u8> {
-    let mut out = Vec::with_capacity(512);
-    out.extend_from_slice(br#"{"jsonrpc":"2.0","id":"#);
-    // As in `compact`: string member names only, so writing cannot fail.
-    if serde_json::to_writer(&mut out, rpc_id).is_err() {
-        return Vec::new();
-    }
-    out.extend_from_slice(br#","method":""#);
-    out.extend_from_slice(kind.method_name().as_bytes());
-    out.extend_from_slice(br#"","params":"#);
-    if serde_json::to_writer(&mut out, params).is_err() {
-        return Vec::new();
-    }
-    out.push(b'}');
-    out
+    body_written(|out| {
+        out.extend_from_slice(br#"{"jsonrpc":"2.0","id":"#);
+        serde_json::to_writer(&mut *out, rpc_id)?;
+        out.extend_from_slice(br#","method":""#);
+        out.extend_from_slice(kind.method_name().as_bytes());
+        out.extend_from_slice(br#"","params":"#);
+        serde_json::to_writer(&mut *out, params)?;
+        out.push(b'}');
+        Ok(())
+    })
 }
 
 /// Encodes one call for the endpoint's binding. `rpc_id` is the JSON-RPC id (ignored by the
