@@ -91,8 +91,19 @@ fn allocator_stats() -> Stats {
 
 /// Set in the environment of the child process that serves the agents.
 const SERVER_ENV: &str = "A2AT_E2E_AGENT_SERVER";
-/// How long the `held` agent keeps each answer (runs stay in flight meanwhile).
+/// How long the `held` agent keeps each answer (runs stay in flight meanwhile), unless
+/// [`HOLD_ENV`] says otherwise.
 const HOLD: Duration = Duration::from_secs(4);
+/// Milliseconds the `held` agent keeps each answer instead of [`HOLD`]: a profiler that slows
+/// the engine down (valgrind) needs longer to have every run in flight at once.
+const HOLD_ENV: &str = "A2AT_E2E_HOLD_MS";
+
+fn hold() -> Duration {
+    std::env::var(HOLD_ENV)
+        .ok()
+        .and_then(|ms| ms.parse().ok())
+        .map_or(HOLD, Duration::from_millis)
+}
 /// How long the `slow` agent takes for each answer.
 const SLOW: Duration = Duration::from_millis(50);
 
@@ -100,7 +111,7 @@ fn completed() -> Plan {
     Plan::States(vec!["TASK_STATE_COMPLETED"])
 }
 
-/// The agents of the child server: `fast` answers at once, `held` after [`HOLD`], `slow` after
+/// The agents of the child server: `fast` answers at once, `held` after [`hold`], `slow` after
 /// [`SLOW`]; `fastgrpc` is `fast` on gRPC; `working` answers at once with a task that stays
 /// WORKING. All others are JSON-RPC; all are unary, and all but `working` complete each task in
 /// their first answer.
@@ -108,7 +119,7 @@ fn scripted_agents() -> Vec<ScriptedAgent> {
     vec![
         ScriptedAgent::new("fast"),
         ScriptedAgent::new("fastgrpc").grpc(),
-        ScriptedAgent::new("held").by_default(Plan::Delayed(HOLD, Box::new(completed()))),
+        ScriptedAgent::new("held").by_default(Plan::Delayed(hold(), Box::new(completed()))),
         ScriptedAgent::new("slow").by_default(Plan::Delayed(SLOW, Box::new(completed()))),
         ScriptedAgent::new("working").by_default(Plan::States(vec!["TASK_STATE_WORKING"])),
     ]
@@ -431,7 +442,7 @@ async fn in_flight_memory<B: BenchRuntime, Fut: Future<Output = ()>>(
 ) -> Value {
     let (rss, heap) = (status_kb("VmRSS"), live_heap());
     let watch = async {
-        let deadline = Instant::now() + HOLD - Duration::from_millis(1_500);
+        let deadline = Instant::now() + hold() - Duration::from_millis(1_500);
         while sent.load(Ordering::Relaxed) < n && Instant::now() < deadline {
             sleep::<B>(Duration::from_millis(10)).await;
         }
