@@ -343,14 +343,14 @@ mod tests {
     }
 
     fn route() -> HostRequest {
-        HostRequest::Route(RouteRequest {
+        HostRequest::Route(Box::new(RouteRequest {
             execution_id: "e".into(),
             step_name: "a".into(),
             next_step: "b".into(),
             condition: "c".into(),
             workflow_input: Default::default(),
             current_results: vec![],
-        })
+        }))
     }
 
     #[test]

@@ -576,9 +576,9 @@ pub enum HostRequest {
     /// engine, which keeps it for the subtask's later questions and its result.
     Task(Arc<TaskRequest>),
     /// `on_self_task`: handle a SELF_LOOP subtask locally.
-    SelfTask(TaskRequest),
+    SelfTask(Box<TaskRequest>),
     /// `on_route`: allow or deny one conditional edge.
-    Route(RouteRequest),
+    Route(Box<RouteRequest>),
     /// `on_negotiation`: answer a valid Propose.
     Negotiation(Box<NegotiationRequest>),
     /// `on_input_required`: answer or decline a plain `INPUT_REQUIRED`.
@@ -712,8 +712,8 @@ pub async fn answer<C: ControlPoint + ?Sized>(
 ) -> HostReply {
     match request {
         HostRequest::Task(r) => HostReply::Task(control_point.on_task(r).await),
-        HostRequest::SelfTask(r) => HostReply::SelfTask(control_point.on_self_task(r).await),
-        HostRequest::Route(r) => HostReply::Route(control_point.on_route(r).await),
+        HostRequest::SelfTask(r) => HostReply::SelfTask(control_point.on_self_task(*r).await),
+        HostRequest::Route(r) => HostReply::Route(control_point.on_route(*r).await),
         HostRequest::Negotiation(r) => {
             HostReply::Negotiation(control_point.on_negotiation(*r).await)
         }

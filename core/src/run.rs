@@ -767,7 +767,7 @@ impl Run {
                     .insert(key, Slot::Local(call, request.task_id.clone()));
                 self.ctx.push(Output::CallHost {
                     call,
-                    request: HostRequest::SelfTask(request),
+                    request: HostRequest::SelfTask(Box::new(request)),
                 });
             } else {
                 let mut env = Env {
@@ -1025,14 +1025,14 @@ impl Run {
             self.ctx.set_timer(TimerKey::Route(id, i as u32), deadline);
             self.ctx.push(Output::CallHost {
                 call,
-                request: HostRequest::Route(RouteRequest {
+                request: HostRequest::Route(Box::new(RouteRequest {
                     execution_id: self.ctx.execution_id.clone(),
                     step_name: step.name.clone(),
                     next_step: edge.target_name(&workflow).to_owned(),
                     condition: edge.condition.clone().unwrap_or_default(),
                     workflow_input: window.clone(),
                     current_results: current_results.clone(),
-                }),
+                })),
             });
             calls.push((i as u32, call));
         }

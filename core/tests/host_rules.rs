@@ -159,16 +159,19 @@ fn a_panicking_callback_fails_with_a_message_naming_that_callback() {
     let propose = propose_with_template("message", "Negotiation-T/x/propose/v1");
     let requests = [
         (HostRequest::Task(Arc::new(task_request())), "on_task"),
-        (HostRequest::SelfTask(task_request()), "on_self_task"),
         (
-            HostRequest::Route(RouteRequest {
+            HostRequest::SelfTask(Box::new(task_request())),
+            "on_self_task",
+        ),
+        (
+            HostRequest::Route(Box::new(RouteRequest {
                 execution_id: "e".into(),
                 step_name: "a".into(),
                 next_step: "b".into(),
                 condition: "c".into(),
                 workflow_input: WorkflowInput::default(),
                 current_results: Vec::new(),
-            }),
+            })),
             "on_route",
         ),
         (

@@ -107,7 +107,7 @@ impl Host {
         routes
             .into_iter()
             .map(|(call, r)| match r {
-                HostRequest::Route(route) => (call, route),
+                HostRequest::Route(route) => (call, *route),
                 _ => unreachable!("partitioned above"),
             })
             .collect()

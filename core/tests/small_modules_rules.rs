@@ -605,8 +605,8 @@ fn every_request() -> [HostRequest; 5] {
     let task = Arc::new(task_request());
     [
         HostRequest::Task(Arc::clone(&task)),
-        HostRequest::SelfTask(task_request()),
-        HostRequest::Route(route_request()),
+        HostRequest::SelfTask(Box::new(task_request())),
+        HostRequest::Route(Box::new(route_request())),
         HostRequest::Negotiation(Box::new(NegotiationRequest {
             task: Arc::clone(&task),
             original_submission: MessageContent::text("do it"),
@@ -725,7 +725,10 @@ fn a_panicking_callback_fails_its_request_without_the_panic_text() {
         .on_route(|_| async { panic!("secret run") })
         .build();
     for cp in [when_made, when_run] {
-        let (reply, _) = block_on(answer_guarded(&cp, HostRequest::Route(route_request())));
+        let (reply, _) = block_on(answer_guarded(
+            &cp,
+            HostRequest::Route(Box::new(route_request())),
+        ));
         assert_eq!(
             reply,
             HostReply::Route(Err(HostError::panicked("on_route"))),

@@ -418,7 +418,7 @@ impl ControlPoint for ScriptedControlPoint {
         &self,
         request: TaskRequest,
     ) -> impl Future<Output = Result<TaskResult, HostError>> + Send {
-        let reply = self.ask(HostRequest::SelfTask(request));
+        let reply = self.ask(HostRequest::SelfTask(Box::new(request)));
         async move {
             match reply.await {
                 HostReply::SelfTask(r) => r,
@@ -431,7 +431,7 @@ impl ControlPoint for ScriptedControlPoint {
         &self,
         request: RouteRequest,
     ) -> impl Future<Output = Result<RouteDecision, HostError>> + Send {
-        let reply = self.ask(HostRequest::Route(request));
+        let reply = self.ask(HostRequest::Route(Box::new(request)));
         async move {
             match reply.await {
                 HostReply::Route(r) => r,
