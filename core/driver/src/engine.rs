@@ -32,7 +32,8 @@ use crate::config::{
 };
 use crate::error::EngineError;
 use crate::events::{
-    ConversationClosed, ConversationHook, EventHook, EventSink, OnFinish, OnFinishError, RunHandle,
+    ConversationClosed, ConversationHook, EventHook, EventSink, OnFinish, OnFinishError,
+    ResultWait, RunHandle,
 };
 use crate::http::{HttpClient, RequestHook};
 use crate::journal::{JournalError, JournalStore, Journaling};
@@ -1131,12 +1132,49 @@ impl<R: Runtime, C: ControlPoint + 'static> RunBuilder<R, C> {
         }
     }
 
-    /// Starts the run and waits for its result; dropping the future cancels the run.
-    pub async fn execute(mut self) -> ExecutionResult {
+    /// Starts the run when first polled and waits for its result; dropping the future cancels
+    /// the run.
+    pub fn execute(mut self) -> impl Future<Output = ExecutionResult> {
         if self.events.is_none() && self.sink.is_none() && self.on_finish.is_none() {
             self.events = Some(EventSelection::None);
         }
-        self.spawn().result().await
+        Execute::Unstarted(self)
+    }
+}
+
+/// The future of [`RunBuilder::execute`]: the builder until the first poll spawns the run, then
+/// only the wait for its result. An `async fn` would keep the builder beside the wait, twice
+/// over, for as long as the run lasts.
+enum Execute<R, C> {
+    Unstarted(RunBuilder<R, C>),
+    Spawning,
+    Waiting(ResultWait),
+}
+
+// Nothing in `Execute` is ever pinned in place: the builder is moved out, and the wait is
+// polled through `&mut`.
+impl<R, C> Unpin for Execute<R, C> {}
+
+impl<R: Runtime, C: ControlPoint + 'static> Future for Execute<R, C> {
+    type Output = ExecutionResult;
+
+    fn poll(
+        self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<ExecutionResult> {
+        let this = self.get_mut();
+        if matches!(this, Execute::Unstarted(_)) {
+            if let Execute::Unstarted(builder) = std::mem::replace(this, Execute::Spawning) {
+                *this = Execute::Waiting(ResultWait::new(builder.spawn()));
+            }
+        }
+        match this {
+            Execute::Waiting(wait) => wait.poll_unpin(cx),
+            // Only when an earlier poll panicked while it spawned the run.
+            Execute::Unstarted(_) | Execute::Spawning => {
+                panic!("`execute` polled again after starting the run panicked")
+            }
+        }
     }
 }
 

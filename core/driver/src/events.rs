@@ -1,6 +1,7 @@
 //! What a run hands back while and after it runs: the `on_finish` hook, the event sink and the
 //! [`RunHandle`].
 
+use std::future::Future;
 use std::pin::Pin;
 use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll};
@@ -10,7 +11,7 @@ use a2at_core::result::{ExecutionResult, RunError};
 use a2at_core::run::RunProgress;
 use futures::channel::oneshot;
 use futures::future::BoxFuture;
-use futures::{Stream, StreamExt};
+use futures::{FutureExt, Stream, StreamExt};
 
 use crate::completions;
 
@@ -125,30 +126,58 @@ impl RunHandle {
     }
 
     /// Waits for the result. Dropping this future cancels the run.
-    pub async fn result(self) -> ExecutionResult {
+    ///
+    /// The event stream, if not taken, stops buffering at once: nobody reads it any more.
+    pub fn result(self) -> impl Future<Output = ExecutionResult> {
+        ResultWait::new(self)
+    }
+}
+
+/// The wait for a run's result, holding only what it needs (a waiting run keeps it).
+pub(crate) struct ResultWait {
+    execution_id: String,
+    result: oneshot::Receiver<ExecutionResult>,
+    /// Never sent: dropping the wait before the result drops it, which cancels the run.
+    _cancel: Option<oneshot::Sender<()>>,
+}
+
+impl ResultWait {
+    pub(crate) fn new(handle: RunHandle) -> ResultWait {
         let RunHandle {
             execution_id,
             result,
             cancel,
-            events,
             ..
-        } = self;
-        // Nobody reads events any more: stop buffering them.
-        drop(events);
-        let outcome = result.await;
-        drop(cancel);
-        outcome.unwrap_or_else(|_| ExecutionResult {
+        } = handle;
+        ResultWait {
             execution_id,
-            success: false,
-            error: Some(RunError {
-                code: "runtime.driver_failed".into(),
-                message: "the run's driver task ended without a result (runtime shut down or \
+            result,
+            _cancel: cancel.into_inner().unwrap_or_else(|e| e.into_inner()),
+        }
+    }
+}
+
+impl Future for ResultWait {
+    type Output = ExecutionResult;
+
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<ExecutionResult> {
+        let Poll::Ready(outcome) = self.result.poll_unpin(cx) else {
+            return Poll::Pending;
+        };
+        Poll::Ready(outcome.unwrap_or_else(|_| {
+            ExecutionResult {
+                execution_id: std::mem::take(&mut self.execution_id),
+                success: false,
+                error: Some(RunError {
+                    code: "runtime.driver_failed".into(),
+                    message: "the run's driver task ended without a result (runtime shut down or \
                           driver bug)"
-                    .into(),
-            }),
-            history: Vec::new(),
-            steps: Vec::new(),
-        })
+                        .into(),
+                }),
+                history: Vec::new(),
+                steps: Vec::new(),
+            }
+        }))
     }
 }
 

@@ -211,6 +211,39 @@ pub fn dropping_the_execute_future_cancels_and_cleans_up_in_the_background<T: Te
     })
 }
 
+/// `execute` gives a future that starts the run when first polled, like any future: one made
+/// and not yet awaited sends nothing and asks the host nothing.
+pub fn the_execute_future_starts_the_run_when_first_polled<T: TestRuntime>() {
+    T::block_on(async {
+        let server = LoopbackServer::start(vec![
+            ScriptedAgent::new("alpha"),
+            ScriptedAgent::new("beta"),
+        ])
+        .await;
+        let engine = engine::<T>(&server);
+        let asked = Arc::new(AtomicUsize::new(0));
+        let counter = asked.clone();
+        let host = ControlPointBuilder::new()
+            .on_task(move |req| {
+                counter.fetch_add(1, Ordering::SeqCst);
+                async move { Ok(MessageContent::text(&req.instruction)) }
+            })
+            .build();
+        let run = engine.run(chain(), Arc::new(host)).execute();
+        T::sleep(Duration::from_millis(100)).await;
+        assert_eq!(
+            asked.load(Ordering::SeqCst),
+            0,
+            "nothing asked before a poll"
+        );
+        assert!(server.requests_to("alpha", "SendMessage").is_empty());
+        let result = run.await;
+        assert!(result.success, "{:?}", result.error);
+        assert_eq!(asked.load(Ordering::SeqCst), 2);
+        assert_eq!(server.requests_to("beta", "SendMessage").len(), 1);
+    })
+}
+
 pub fn a_panicking_on_task_fails_that_task_and_the_process_survives<T: TestRuntime>() {
     T::block_on(async {
         let server = LoopbackServer::start(vec![

@@ -213,6 +213,7 @@ macro_rules! lifecycle_suite {
                 events_stream_in_lifecycle_order_with_close_last,
                 cancelling_through_the_handle_cancels_every_remote_task,
                 dropping_the_execute_future_cancels_and_cleans_up_in_the_background,
+                the_execute_future_starts_the_run_when_first_polled,
                 a_panicking_on_task_fails_that_task_and_the_process_survives,
                 a_failing_or_panicking_on_finish_never_changes_the_result,
                 unimplemented_callbacks_fail_explicitly,
