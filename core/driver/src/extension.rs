@@ -1042,9 +1042,8 @@ pub(crate) async fn drive<R: Runtime, M: Machine>(
                     // Opened here, under the span current where the operation runs (the
                     // host's, when it instrumented the call), not in the spawned task.
                     let span = crate::telemetry::exchange_span(&req, None);
-                    let transport = transport.clone();
-                    let tx = tx.clone();
-                    let task = async move { transport.exchange_in(req, tx, span, None).await };
+                    let task =
+                        Transport::exchange_in(transport.clone(), req, tx.clone(), span, None);
                     ops.insert(op, spawn_abortable::<R>(task));
                 }
                 MachineStep::Abort(op) => {

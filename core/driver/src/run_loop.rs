@@ -395,21 +395,13 @@ impl<R: Runtime, C: ControlPoint + 'static> Driver<R, C> {
                 // Outputs are taken from the run one at a time, as they are carried out: a copy of
                 // the queue here would keep a second buffer's capacity for the run's whole life.
                 // Only an event and the end are awaited, so no whole output is kept across a wait.
-                while let Some(awaited) = self.carry_out(&mut run, &mut spans, &mut in_flight, &tx)
-                {
-                    match awaited {
-                        Awaited::Event(event) => {
-                            let envelope = stamp_event(event);
-                            for envelope in self.map(envelope) {
-                                self.deliver(&envelope).await;
-                                // Only on_finish reads the whole list; without it, keeping every
-                                // event would make a run's memory grow with its length.
-                                if self.on_finish.is_some() {
-                                    collected.push(envelope);
-                                }
-                            }
-                        }
-                        Awaited::Finished(result) => {
+                // The event is taken out of the output before anything is awaited, so the
+                // waiting loop keeps no room for a whole output.
+                loop {
+                    let event = match self.carry_out(&mut run, &mut spans, &mut in_flight, &tx) {
+                        None => break,
+                        Some(Awaited::Event(event)) => event,
+                        Some(Awaited::Finished(result)) => {
                             spans.close_finished(&run);
                             drop(spans);
                             Recorder::flush(&mut self.recorder);
@@ -423,6 +415,18 @@ impl<R: Runtime, C: ControlPoint + 'static> Driver<R, C> {
                             let result = Arc::unwrap_or_clone(result);
                             return Box::pin(self.finish(result, collected)).await;
                         }
+                    };
+                    // Neither the next envelope nor the delivery is kept beside the wait: a
+                    // `for` or an `if let` would hold its matched value across it.
+                    let mut envelopes = self.map(stamp_event(event)).into_iter();
+                    loop {
+                        let Some(envelope) = envelopes.next() else {
+                            break;
+                        };
+                        let Some(wait) = self.deliver(envelope, Some(&mut collected)) else {
+                            continue;
+                        };
+                        wait.await;
                     }
                 }
 
@@ -439,17 +443,22 @@ impl<R: Runtime, C: ControlPoint + 'static> Driver<R, C> {
                     in_flight = InFlight::default();
                     rx.release_buffer();
                 }
-                let woke = if let Some(answer) = in_flight.answered.pop_front() {
-                    // A host answer is at hand: no wait. But a host that always answers at once
-                    // would then hold the thread to the run's end, its cancel and progress
-                    // requests never seen, so the loop yields after a few such turns in a row,
-                    // and looks at both on every one. A cancel goes first; the answer is fed
-                    // right after it.
+                // A host answer at hand is fed without a wait. But a host that always answers at
+                // once would then hold the thread to the run's end, its cancel and progress
+                // requests never seen, so the loop yields after a few such turns in a row, and
+                // looks at both on every one. The answer stays queued during the yield, so the
+                // loop keeps no room for an input across it.
+                if in_flight.answered.is_empty() {
+                    ready_answers_in_a_row = 0;
+                } else {
                     ready_answers_in_a_row += 1;
                     if ready_answers_in_a_row >= READY_ANSWERS_BEFORE_YIELD {
                         ready_answers_in_a_row = 0;
                         crate::runtime::yield_now().await;
                     }
+                }
+                let woke = if let Some(answer) = in_flight.answered.pop_front() {
+                    // A cancel goes first; the answer is fed right after it.
                     if let Some(asked) = self.next_progress_request().now_or_never() {
                         self.answer_progress(asked, &run);
                     }
@@ -461,7 +470,6 @@ impl<R: Runtime, C: ControlPoint + 'static> Driver<R, C> {
                     };
                     Some((waiter.now(), Some(input)))
                 } else {
-                    ready_answers_in_a_row = 0;
                     let deadline = run.poll_timeout();
                     let next = waiter.next(deadline, &mut rx);
                     futures::pin_mut!(next);
@@ -531,9 +539,15 @@ impl<R: Runtime, C: ControlPoint + 'static> Driver<R, C> {
                     let op = req.op;
                     let binding = run.agents().get(&req.agent).map(|a| a.endpoint.binding);
                     let span = spans.exchange(&req, binding);
-                    let transport = self.transport.clone();
-                    let tx = tx.clone();
-                    let task = async move { transport.exchange_in(req, tx, span, binding).await };
+                    // The exchange's future itself, owning its transport: an `async` block
+                    // around it would keep a second copy of the request beside it.
+                    let task = Transport::exchange_in(
+                        self.transport.clone(),
+                        req,
+                        tx.clone(),
+                        span,
+                        binding,
+                    );
                     in_flight.ops.insert(op, spawn_abortable::<R>(task));
                 }
                 Output::AbortTransmit { op } => {
@@ -701,15 +715,25 @@ impl<R: Runtime, C: ControlPoint + 'static> Driver<R, C> {
         }
     }
 
-    /// Hands one event to the sink and the stream. The stream's queue is bounded: when it is
-    /// full this waits for the consumer (backpressure); once the consumer dropped the stream,
-    /// events go to the sink only.
-    async fn deliver(&mut self, envelope: &EventEnvelope) {
+    /// Hands one event to the sink and the stream, and keeps it in `collected` (if given) when
+    /// `on_finish` will read the whole list. The stream's queue is bounded: when it is full the
+    /// returned future waits for the consumer (backpressure); once the consumer dropped the
+    /// stream, events go to the sink only.
+    ///
+    /// Not an `async fn`: the run loop awaits a delivery for every event, and a waiting run keeps
+    /// room for the largest future the loop awaits. An event the stream takes at once (or does
+    /// not want) needs no future; only a full queue or a consumer gone since the last event
+    /// boxes one.
+    fn deliver<'a>(
+        &'a mut self,
+        envelope: EventEnvelope,
+        collected: Option<&'a mut Vec<EventEnvelope>>,
+    ) -> Option<futures::future::BoxFuture<'a, ()>> {
         // Whether a consumer besides the stream has the event: a sink that took it, or
         // `on_finish`, which gets the whole list. An event none of them gets is dropped.
         let mut taken = self.on_finish.is_some();
         if let Some(sink) = &self.sink {
-            if std::panic::catch_unwind(AssertUnwindSafe(|| sink(envelope))).is_err() {
+            if std::panic::catch_unwind(AssertUnwindSafe(|| sink(&envelope))).is_err() {
                 tracing::warn!(event = envelope.type_str(), "event sink panicked; ignored");
             } else {
                 taken = true;
@@ -719,13 +743,37 @@ impl<R: Runtime, C: ControlPoint + 'static> Driver<R, C> {
             if !taken {
                 crate::metrics::event_dropped();
             }
-            return;
+            self.keep(envelope, collected);
+            return None;
         }
+        match self.events_tx.try_send(envelope.clone()) {
+            Ok(()) => {
+                self.keep(envelope, collected);
+                None
+            }
+            Err(refused) => Some(Box::pin(async move {
+                self.send_waiting(refused, taken).await;
+                self.keep(envelope, collected);
+            })),
+        }
+    }
+
+    /// Only `on_finish` reads the whole list; without it, keeping every event would make a
+    /// run's memory grow with its length.
+    fn keep(&self, envelope: EventEnvelope, collected: Option<&mut Vec<EventEnvelope>>) {
+        if let Some(collected) = collected.filter(|_| self.on_finish.is_some()) {
+            collected.push(envelope);
+        }
+    }
+
+    /// Sends `envelope` to the stream, waiting while its queue is full; a stream whose consumer
+    /// is gone is closed for the rest of the run.
+    async fn send_waiting(&mut self, envelope: EventEnvelope, taken: bool) {
         let sent = match &self.ticket {
             // A close that cancels the run stops the wait for a consumer that does not read.
             Some(ticket) => {
                 let stats = ticket.stats.clone();
-                let send = self.events_tx.send(envelope.clone());
+                let send = self.events_tx.send(envelope);
                 let closing = stats.closing();
                 futures::pin_mut!(send, closing);
                 match futures::future::select(send, closing).await {
@@ -738,7 +786,7 @@ impl<R: Runtime, C: ControlPoint + 'static> Driver<R, C> {
                     }
                 }
             }
-            None => self.events_tx.send(envelope.clone()).await.is_ok(),
+            None => self.events_tx.send(envelope).await.is_ok(),
         };
         if !sent {
             if !taken {
@@ -776,7 +824,10 @@ impl<R: Runtime, C: ControlPoint + 'static> Driver<R, C> {
         }
         crate::metrics::run_finished(&result);
         let close = stamp_event(Event::new(EventType::Close, serde_json::json!({})));
-        self.deliver(&close).await;
+        // `on_finish` has read the list already: the close event is not kept.
+        if let Some(wait) = self.deliver(close, None) {
+            wait.await;
+        }
         result
     }
 }

@@ -2,6 +2,7 @@
 //! concurrency limits.
 
 use std::collections::BTreeMap;
+use std::ops::Deref;
 use std::sync::Arc;
 
 use a2at_core::OpId;
@@ -117,23 +118,25 @@ impl<R: Runtime> Transport<R> {
     #[cfg(test)]
     pub(crate) async fn exchange(&self, req: HttpRequest, tx: completions::Sender<Input>) {
         let span = telemetry::exchange_span(&req, None);
-        self.exchange_in(req, tx, span, None).await;
+        Self::exchange_in(self, req, tx, span, None).await;
     }
 
     /// [`Transport::exchange`] in `span` (from [`telemetry`]), which it completes with the
     /// response status or the failure. `binding` (the agent's, when the caller knows it)
     /// labels the request's latency.
-    pub(crate) fn exchange_in(
-        &self,
+    ///
+    /// `this` is the transport or a pointer to it: an `Arc` gives a future that owns the
+    /// transport, which the engine's loops spawn as it is, with no wrapper of their own.
+    pub(crate) fn exchange_in<T: Deref<Target = Self>>(
+        this: T,
         req: HttpRequest,
         tx: completions::Sender<Input>,
         span: Span,
         binding: Option<Binding>,
-    ) -> impl Future<Output = ()> + '_ {
+    ) -> impl Future<Output = ()> {
         // A plain function, not an `async` one: the exchange's future is the instrumented one
         // itself, without a wrapper that would keep its own copy of the arguments.
-        self.exchange_inner(req, tx, span.clone(), binding)
-            .instrument(span)
+        Self::exchange_inner(this, req, tx, span.clone(), binding).instrument(span)
     }
 
     /// The exchange itself (see [`Transport::exchange_in`]). An `async` block rather than an
@@ -143,14 +146,15 @@ impl<R: Runtime> Transport<R> {
         clippy::manual_async_fn,
         reason = "an async fn would hold its arguments twice (see above)"
     )]
-    fn exchange_inner(
-        &self,
+    fn exchange_inner<T: Deref<Target = Self>>(
+        this: T,
         mut req: HttpRequest,
         tx: completions::Sender<Input>,
         span: Span,
         binding: Option<Binding>,
-    ) -> impl Future<Output = ()> + '_ {
+    ) -> impl Future<Output = ()> {
         async move {
+            let transport: &Self = &this;
             let span = &span;
             let op = req.op;
             let fail = |kind: TransportErrorKind, message: String| {
@@ -160,7 +164,7 @@ impl<R: Runtime> Transport<R> {
                     error: TransportError { kind, message },
                 }
             };
-            let _permits = self.limits.acquire(&req.agent).await;
+            let _permits = transport.limits.acquire(&req.agent).await;
             // Latency counts from here (queueing behind the limits excluded) to the end of the
             // response or the failure, whichever way this function returns.
             let _latency = Latency::<R> {
@@ -176,15 +180,15 @@ impl<R: Runtime> Transport<R> {
             // (AU-2, AU-3, ER-12): never an unauthenticated request. Any failure up to the
             // response head is reported in one place below.
             let answered: Result<_, Failure> = 'send: {
-                let material = match self
+                let material = match transport
                     .credentials
-                    .material(&req.agent, &self.client, &self.log)
+                    .material(&req.agent, &transport.client, &transport.log)
                     .await
                 {
                     Ok(m) => m,
                     Err(message) => break 'send Err((TransportErrorKind::Auth, message)),
                 };
-                let (request, log) = match self.outgoing(&mut req, &material) {
+                let (request, log) = match transport.outgoing(&mut req, &material) {
                     Ok(r) => r,
                     Err(failure) => break 'send Err(failure),
                 };
@@ -192,12 +196,14 @@ impl<R: Runtime> Transport<R> {
                 // has been read to the end (an HTTP/2 one is shared by its requests and stays
                 // where it is).
                 let sent = if req.http2 {
-                    self.client
+                    transport
+                        .client
                         .send_http2_prepared(request)
                         .await
                         .map(|r| (r, None))
                 } else {
-                    self.client
+                    transport
+                        .client
                         .send_lending(request)
                         .await
                         .map(|(r, lent)| (r, Some(lent)))
@@ -215,10 +221,10 @@ impl<R: Runtime> Transport<R> {
             let headers = header_pairs(&parts.headers);
             let mut body_log = log.map(|ctx| {
                 let status = parts.status.as_u16();
-                let head = protolog::format_response_head(&ctx, status, &headers, &self.log);
+                let head = protolog::format_response_head(&ctx, status, &headers, &transport.log);
                 tracing::debug!(target: "a2at::protocol", "{head}");
                 let content_type = header_text(&parts.headers, http::header::CONTENT_TYPE);
-                Box::new(BodyLog::new(*ctx, content_type, self.log))
+                Box::new(BodyLog::new(*ctx, content_type, transport.log))
             });
             let status = parts.status.as_u16();
             telemetry::record_status(span, status);
