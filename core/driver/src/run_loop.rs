@@ -294,6 +294,16 @@ impl InFlight {
             .for_each(AbortHandle::abort);
     }
 
+    /// Queues a host answer that was ready when its call was made. A turn usually makes one
+    /// such call, so the queue starts with room for exactly one answer: a run keeps that room
+    /// while its exchanges are open, and a queue grown on its own would keep room for four.
+    fn answered_at_once(&mut self, answer: Input) {
+        if self.answered.capacity() == 0 {
+            self.answered.reserve_exact(1);
+        }
+        self.answered.push_back(answer);
+    }
+
     /// The next input that needs no waiting: a ready host answer first, then a completion
     /// already queued.
     fn next_at_hand(&mut self, rx: &mut completions::Receiver<Input>) -> Option<Input> {
@@ -597,9 +607,7 @@ impl<R: Runtime, C: ControlPoint + 'static> Driver<R, C> {
         // The waker given to this first poll is never woken: a callback that is not ready
         // registers the task's own waker when the task polls it.
         match (&mut answer).now_or_never() {
-            Some(reply) => in_flight
-                .answered
-                .push_back(Input::HostReply { call, reply }),
+            Some(reply) => in_flight.answered_at_once(Input::HostReply { call, reply }),
             None => {
                 let tx = tx.clone();
                 let task = async move {
@@ -910,4 +918,36 @@ impl<F: std::future::Future + Unpin> Drop for DroppedInDispatch<F> {
 /// Microseconds since the run's (or operation's) epoch, read from the runtime's clock.
 pub(crate) fn stamp<R: Runtime>(epoch: std::time::Instant) -> Timestamp {
     Timestamp::from_micros(u64::try_from(elapsed::<R>(epoch).as_micros()).unwrap_or(u64::MAX))
+}
+
+#[cfg(test)]
+mod tests {
+    use a2at_core::host::{HostReply, MessageContent};
+
+    use super::*;
+
+    fn answer(call: u64) -> Input {
+        Input::HostReply {
+            call: CallId(call),
+            reply: HostReply::Task(Ok(MessageContent::text("ok"))),
+        }
+    }
+
+    #[test]
+    fn a_single_ready_answer_is_queued_in_room_for_one_and_more_still_queue_in_order() {
+        let mut in_flight = InFlight::default();
+        in_flight.answered_at_once(answer(1));
+        assert_eq!(in_flight.answered.capacity(), 1);
+        in_flight.answered_at_once(answer(2));
+        in_flight.answered_at_once(answer(3));
+        let calls: Vec<u64> = in_flight
+            .answered
+            .iter()
+            .map(|input| match input {
+                Input::HostReply { call, .. } => call.0,
+                other => panic!("unexpected {other:?}"),
+            })
+            .collect();
+        assert_eq!(calls, [1, 2, 3]);
+    }
 }
