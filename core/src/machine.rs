@@ -48,8 +48,9 @@ pub(crate) struct OpEntry {
     pub owner: TaskKey,
     pub purpose: OpPurpose,
     pub decoder: ResponseDecoder,
-    /// The agent addressed (for a cleanup `CancelTask` after the owner is gone).
-    pub agent: String,
+    /// The agent addressed (for a cleanup `CancelTask` after the owner is gone), shared with
+    /// the request.
+    pub agent: SharedStr,
     /// Log correlation of the owner, reused by cleanup exchanges.
     pub correlation: Arc<Correlation>,
     /// The owner gave up on this send before learning the remote task id: the exchange is only

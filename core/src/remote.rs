@@ -42,6 +42,7 @@ use std::sync::Arc;
 
 use serde_json::{Value, json};
 
+use crate::SharedStr;
 use crate::a2a::{
     A2aCall, CallKind, Message, Part, ProtocolError, ReceivedMessage, RemoteTaskStatus,
     ResponseAccumulator, ResponseItem, Role, SendMessageConfiguration, SendMessageRequest,
@@ -1539,7 +1540,7 @@ fn on_orphan_items(op: OpId, items: &[ResponseItem], env: &mut Env<'_>) {
 /// Who an exchange is for.
 struct ExchangeFor<'a> {
     owner: TaskKey,
-    agent_name: &'a str,
+    agent_name: &'a SharedStr,
     correlation: Arc<Correlation>,
     /// Opened after its owner finished, to clean up: bounded by the cleanup budget instead of
     /// the owner's task budget, and settled without the owner.
@@ -1553,7 +1554,7 @@ struct ExchangeFor<'a> {
 pub(crate) fn open_cleanup_exchange(
     env: &mut Env<'_>,
     owner: TaskKey,
-    agent_name: &str,
+    agent_name: &SharedStr,
     correlation: Arc<Correlation>,
     call: &A2aCall<'_>,
     purpose: OpPurpose,
@@ -1623,7 +1624,7 @@ fn try_open_exchange(
             owner,
             purpose,
             decoder,
-            agent: agent_name.to_owned(),
+            agent: agent_name.clone(),
             correlation,
             // A cleanup CancelTask is settled by its purpose; any other cleanup exchange is
             // read only for the task it names.

@@ -93,7 +93,8 @@ struct StepState {
     results: Vec<Option<Arc<TaskExecutionResult>>>,
     running: usize,
     winner_found: bool,
-    routing: Option<RoutingState>,
+    /// Boxed: only a step with conditional edges has one, and every step keeps the field.
+    routing: Option<Box<RoutingState>>,
 }
 
 #[derive(Debug)]
@@ -1037,7 +1038,7 @@ impl Run {
             calls.push((i as u32, call));
         }
         self.steps[id.index()].phase = Phase::Routing;
-        self.steps[id.index()].routing = Some(RoutingState { decisions, calls });
+        self.steps[id.index()].routing = Some(Box::new(RoutingState { decisions, calls }));
         self.try_finish_routing(id);
     }
 

@@ -704,7 +704,8 @@ pub enum ResponseItem {
 #[derive(Debug, Clone)]
 enum Mode {
     Undecided,
-    Sse(SseDecoder),
+    /// Boxed: a decoder lives as long as its exchange, and most exchanges are not streams.
+    Sse(Box<SseDecoder>),
     Buffer(Vec<u8>),
     Overflowed,
     Ended,
@@ -755,7 +756,8 @@ pub struct ResponseDecoder {
     events: usize,
     sse_out: Vec<SseEvent>,
     grpc: Option<Box<GrpcResponseDecoder>>,
-    page: Option<TaskPage>,
+    /// Boxed: only a `ListTasks` answer has one.
+    page: Option<Box<TaskPage>>,
 }
 
 impl ResponseDecoder {
@@ -805,7 +807,7 @@ impl ResponseDecoder {
     pub fn task_page(&self) -> Option<&TaskPage> {
         match &self.grpc {
             Some(g) => g.task_page(),
-            None => self.page.as_ref(),
+            None => self.page.as_deref(),
         }
     }
 
@@ -845,7 +847,7 @@ impl ResponseDecoder {
                 None => self.kind.is_streaming(),
             };
         self.mode = if sse {
-            Mode::Sse(SseDecoder::new(self.limits.max_event_bytes))
+            Mode::Sse(Box::new(SseDecoder::new(self.limits.max_event_bytes)))
         } else {
             Mode::Buffer(Vec::new())
         };
@@ -1078,7 +1080,7 @@ impl ResponseDecoder {
                 .collect(),
         ));
         match paging {
-            Ok(page) => self.page = Some(page),
+            Ok(page) => self.page = Some(Box::new(page)),
             Err(e) => {
                 out.push(malformed(format!(
                     "ListTasks response: invalid paging at {e}"
