@@ -1101,7 +1101,7 @@ impl<R: Runtime, C: ControlPoint + 'static> RunBuilder<R, C> {
             recorder,
             ticket: Some(ticket),
             on_conversation_closed: self.engine.inner.on_conversation_closed.clone(),
-            journal,
+            journal: journal.map(Box::new),
         };
         // The run's span (see `crate::telemetry`): a child of the host's current span.
         let span =
@@ -1138,15 +1138,16 @@ impl<R: Runtime, C: ControlPoint + 'static> RunBuilder<R, C> {
         if self.events.is_none() && self.sink.is_none() && self.on_finish.is_none() {
             self.events = Some(EventSelection::None);
         }
-        Execute::Unstarted(self)
+        Execute::Unstarted(Box::new(self))
     }
 }
 
 /// The future of [`RunBuilder::execute`]: the builder until the first poll spawns the run, then
 /// only the wait for its result. An `async fn` would keep the builder beside the wait, twice
-/// over, for as long as the run lasts.
+/// over, for as long as the run lasts; the builder is boxed so that the wait does not keep
+/// room for it either.
 enum Execute<R, C> {
-    Unstarted(RunBuilder<R, C>),
+    Unstarted(Box<RunBuilder<R, C>>),
     Spawning,
     Waiting(ResultWait),
 }

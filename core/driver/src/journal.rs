@@ -559,7 +559,7 @@ pub(crate) async fn resume<R: Runtime, C: ControlPoint + 'static>(
         recorder: None,
         ticket: Some(ticket),
         on_conversation_closed: engine.conversation_hook(),
-        journal: Some(journal),
+        journal: Some(Box::new(journal)),
     };
     tracing::info!(%execution_id, seed, "run resumed from its journal");
     let span = crate::telemetry::run_span(&execution_id, seed, trace_id, host_parent, true);

@@ -62,8 +62,9 @@ pub(crate) struct Driver<R, C> {
     pub(crate) ticket: Option<RunTicket>,
     /// Called once per finished conversation.
     pub(crate) on_conversation_closed: Option<ConversationHook>,
-    /// The run's write-ahead journal, when it is durable.
-    pub(crate) journal: Option<Journaling>,
+    /// The run's write-ahead journal, when it is durable. Boxed: most runs have none, and a
+    /// waiting run keeps the driver whole.
+    pub(crate) journal: Option<Box<Journaling>>,
 }
 
 /// Writes the run's trace: every input the driver feeds the core and every output it drains.
