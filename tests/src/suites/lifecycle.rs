@@ -39,6 +39,15 @@ fn three_waiting() -> ValidatedWorkflow {
     ]}))
 }
 
+/// The two agents of [`chain`], answering at once.
+async fn chain_agents() -> LoopbackServer {
+    LoopbackServer::start(vec![
+        ScriptedAgent::new("alpha"),
+        ScriptedAgent::new("beta"),
+    ])
+    .await
+}
+
 fn echo_host() -> BuiltControlPoint {
     ControlPointBuilder::new()
         .on_task(|req| async move { Ok(MessageContent::text(&req.instruction)) })
@@ -215,11 +224,7 @@ pub fn dropping_the_execute_future_cancels_and_cleans_up_in_the_background<T: Te
 /// and not yet awaited sends nothing and asks the host nothing.
 pub fn the_execute_future_starts_the_run_when_first_polled<T: TestRuntime>() {
     T::block_on(async {
-        let server = LoopbackServer::start(vec![
-            ScriptedAgent::new("alpha"),
-            ScriptedAgent::new("beta"),
-        ])
-        .await;
+        let server = chain_agents().await;
         let engine = engine::<T>(&server);
         let asked = Arc::new(AtomicUsize::new(0));
         let counter = asked.clone();
@@ -246,11 +251,7 @@ pub fn the_execute_future_starts_the_run_when_first_polled<T: TestRuntime>() {
 
 pub fn a_panicking_on_task_fails_that_task_and_the_process_survives<T: TestRuntime>() {
     T::block_on(async {
-        let server = LoopbackServer::start(vec![
-            ScriptedAgent::new("alpha"),
-            ScriptedAgent::new("beta"),
-        ])
-        .await;
+        let server = chain_agents().await;
         let engine = engine::<T>(&server);
         let host = ControlPointBuilder::new()
             .on_task(|req| async move {
@@ -286,11 +287,7 @@ async fn seeded_chain<T: TestRuntime>(
         a2at_driver::RunBuilder<T::Rt, BuiltControlPoint>,
     ) -> a2at_driver::RunBuilder<T::Rt, BuiltControlPoint>,
 ) -> a2at_core::ExecutionResult {
-    let server = LoopbackServer::start(vec![
-        ScriptedAgent::new("alpha"),
-        ScriptedAgent::new("beta"),
-    ])
-    .await;
+    let server = chain_agents().await;
     let engine = engine::<T>(&server);
     options(engine.run(chain(), Arc::new(echo_host())).seed(7))
         .execute()
@@ -317,11 +314,7 @@ pub fn a_failing_or_panicking_on_finish_never_changes_the_result<T: TestRuntime>
 
 pub fn unimplemented_callbacks_fail_explicitly<T: TestRuntime>() {
     T::block_on(async {
-        let server = LoopbackServer::start(vec![
-            ScriptedAgent::new("alpha"),
-            ScriptedAgent::new("beta"),
-        ])
-        .await;
+        let server = chain_agents().await;
         let engine = engine::<T>(&server);
         let result = engine
             .execute(
@@ -388,11 +381,7 @@ pub fn a_callback_that_outlives_its_budget_is_dropped<T: TestRuntime>() {
 
 pub fn the_event_hook_keeps_replaces_expands_or_drops_and_survives_a_panic<T: TestRuntime>() {
     T::block_on(async {
-        let server = LoopbackServer::start(vec![
-            ScriptedAgent::new("alpha"),
-            ScriptedAgent::new("beta"),
-        ])
-        .await;
+        let server = chain_agents().await;
         let engine = engine::<T>(&server);
         let sunk: Arc<Mutex<Vec<String>>> = Arc::default();
         let finished: Arc<Mutex<Vec<String>>> = Arc::default();
@@ -455,11 +444,7 @@ pub fn the_event_hook_keeps_replaces_expands_or_drops_and_survives_a_panic<T: Te
 
 pub fn a_full_event_queue_pauses_the_run_until_the_consumer_reads<T: TestRuntime>() {
     T::block_on(async {
-        let server = LoopbackServer::start(vec![
-            ScriptedAgent::new("alpha"),
-            ScriptedAgent::new("beta"),
-        ])
-        .await;
+        let server = chain_agents().await;
         let engine = Engine::<T>::builder(server.cards())
             .event_queue(1)
             .build()
