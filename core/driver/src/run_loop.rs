@@ -405,9 +405,8 @@ impl<R: Runtime, C: ControlPoint + 'static> Driver<R, C> {
                 retries_seen = run.retries().len();
                 // Outputs are taken from the run one at a time, as they are carried out: a copy of
                 // the queue here would keep a second buffer's capacity for the run's whole life.
-                // Only an event and the end are awaited, so no whole output is kept across a wait.
-                // The event is taken out of the output before anything is awaited, so the
-                // waiting loop keeps no room for a whole output.
+                // Only an event and the end are awaited, each taken out of its output first, so
+                // the waiting loop keeps no room for a whole output.
                 loop {
                     let event = match self.carry_out(&mut run, &mut spans, &mut in_flight, &tx) {
                         None => break,
