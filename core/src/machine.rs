@@ -49,7 +49,7 @@ pub(crate) struct OpEntry {
     pub purpose: OpPurpose,
     pub decoder: ResponseDecoder,
     /// The agent addressed (for a cleanup `CancelTask` after the owner is gone), shared with
-    /// the request.
+    /// the subtask's request rather than copied.
     pub agent: SharedStr,
     /// Log correlation of the owner, reused by cleanup exchanges.
     pub correlation: Arc<Correlation>,
