@@ -167,8 +167,7 @@ pub enum Output {
 // started), so every byte of `Output` is paid eight times by each run that waits on an
 // exchange. The large host questions are boxed for that reason; a new variant that is larger
 // than a request to send should be boxed too.
-#[cfg(target_pointer_width = "64")]
-const _: () = assert!(core::mem::size_of::<Output>() <= 112);
+const _: () = assert!(core::mem::size_of::<Output>() <= core::mem::size_of::<HttpRequest>());
 
 /// What an HTTP exchange is for; lets the driver log and limit without parsing bodies.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
