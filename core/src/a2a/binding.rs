@@ -11,6 +11,7 @@ use super::card::{AgentCard, CardError};
 use super::dom::{Dom, DomObject, Json, View};
 use super::error::{self, Head, ProtocolError, codes};
 use super::grpc::{GrpcEncodeError, GrpcResponseDecoder, encode_grpc_call};
+use super::json_text::write_compact;
 use super::protojson::{DecodeError, Path, short};
 use super::sse::{SseDecoder, SseError, SseEvent};
 use super::types::{ListTasksParams, SendMessageRequest, StreamResponse, Task, TaskPage};
@@ -451,7 +452,7 @@ fn body_written(write: impl FnOnce(&mut Vec<u8>) -> serde_json::Result<()>) -> V
 }
 
 fn compact<T: Serialize + ?Sized>(v: &T) -> Vec<u8> {
-    body_written(|out| serde_json::to_writer(out, v))
+    body_written(|out| write_compact(out, v))
 }
 
 /// A JSON-RPC request body, written straight from its parameters. The envelope around them is
@@ -461,11 +462,11 @@ fn compact<T: Serialize + ?Sized>(v: &T) -> Vec<u8> {
 fn rpc_request<P: Serialize + ?Sized>(rpc_id: &str, kind: CallKind, params: &P) -> Vec<u8> {
     body_written(|out| {
         out.extend_from_slice(br#"{"jsonrpc":"2.0","id":"#);
-        serde_json::to_writer(&mut *out, rpc_id)?;
+        write_compact(out, rpc_id)?;
         out.extend_from_slice(br#","method":""#);
         out.extend_from_slice(kind.method_name().as_bytes());
         out.extend_from_slice(br#"","params":"#);
-        serde_json::to_writer(&mut *out, params)?;
+        write_compact(out, params)?;
         out.push(b'}');
         Ok(())
     })

@@ -16,6 +16,8 @@ use core::fmt;
 use serde::de::{DeserializeSeed, Deserializer, MapAccess, SeqAccess, Visitor};
 use serde_json::{Map, Number, Value};
 
+mod quick;
+
 /// A parsed JSON value the decoders can read.
 pub(crate) trait Dom: Sized {
     /// The object representation.
@@ -132,7 +134,11 @@ impl<'a> Json<'a> {
 
     /// [`Json::parse`] of text already known to be UTF-8.
     pub(crate) fn parse_str(text: &'a str, arena: &'a Bump) -> Result<Json<'a>, serde_json::Error> {
-        Self::read(&mut serde_json::Deserializer::from_str(text), arena)
+        // Most answers are read by the quick reader; what it is not sure of, serde_json reads.
+        match quick::read(text, arena) {
+            Some(tree) => Ok(tree),
+            None => Self::read(&mut serde_json::Deserializer::from_str(text), arena),
+        }
     }
 
     /// An arena sized for the tree of a `len`-byte document: a few times the text, so a

@@ -17,6 +17,7 @@ pub mod card;
 mod dom;
 pub mod error;
 pub mod grpc;
+mod json_text;
 pub mod protojson;
 pub mod sse;
 pub mod types;

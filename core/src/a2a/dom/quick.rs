@@ -1,0 +1,453 @@
+//! A direct reader of the JSON that answers are made of, into the same [`Json`] tree that
+//! serde_json's reader builds, for a fraction of the instructions.
+//!
+//! It reads only what it is certain to read exactly as serde_json does, and gives up on the
+//! rest: floats and exponents (serde_json rounds them its own way), integers past `u64::MAX`,
+//! `-0`, a lone surrogate escape, nesting deeper than [`MAX_DEPTH`], and every kind of
+//! malformed text. Giving up returns `None`, and the caller reads the same text with
+//! serde_json, so an error and anything rare come out exactly as they did: this reader
+//! decides only how fast a tree is built, never what it holds.
+
+use super::{Json, JsonNumber, JsonObject};
+use crate::a2a::json_text::plain_run;
+use bumpalo::Bump;
+
+/// How deep arrays and objects may nest before the reader gives up (serde_json's own limit is
+/// 128; a deeper document is read, or refused, by serde_json).
+const MAX_DEPTH: u32 = 64;
+
+/// The tree of `text` if this reader is sure of it, else `None` (read it with serde_json).
+pub(super) fn read<'a>(text: &'a str, arena: &'a Bump) -> Option<Json<'a>> {
+    let mut reader = Reader {
+        text,
+        bytes: text.as_bytes(),
+        at: 0,
+        arena,
+        depth: 0,
+        members: Vec::with_capacity(16),
+    };
+    let value = reader.value()?;
+    reader.skip_whitespace();
+    (reader.at == reader.bytes.len()).then_some(value)
+}
+
+struct Reader<'a> {
+    text: &'a str,
+    bytes: &'a [u8],
+    at: usize,
+    arena: &'a Bump,
+    depth: u32,
+    /// The members of every open array and object, innermost last; an array's have empty
+    /// names. A finished list is copied into the arena at its exact length, so the tree
+    /// wastes no room on lists that grew.
+    members: Vec<(&'a str, Json<'a>)>,
+}
+
+impl<'a> Reader<'a> {
+    fn skip_whitespace(&mut self) {
+        while let Some(b' ' | b'\n' | b'\t' | b'\r') = self.bytes.get(self.at) {
+            self.at += 1;
+        }
+    }
+
+    /// The next byte after whitespace, consumed.
+    fn next_token(&mut self) -> Option<u8> {
+        self.skip_whitespace();
+        let b = *self.bytes.get(self.at)?;
+        self.at += 1;
+        Some(b)
+    }
+
+    fn value(&mut self) -> Option<Json<'a>> {
+        match self.next_token()? {
+            b'"' => self.string().map(Json::String),
+            b'{' => self.object(),
+            b'[' => self.array(),
+            b't' => self.literal(b"rue", Json::Bool(true)),
+            b'f' => self.literal(b"alse", Json::Bool(false)),
+            b'n' => self.literal(b"ull", Json::Null),
+            b'-' => self.integer(false),
+            b'0'..=b'9' => {
+                self.at -= 1;
+                self.integer(true)
+            }
+            _ => None,
+        }
+    }
+
+    fn literal(&mut self, rest: &[u8], value: Json<'a>) -> Option<Json<'a>> {
+        let end = self.at + rest.len();
+        (self.bytes.get(self.at..end)? == rest).then(|| {
+            self.at = end;
+            value
+        })
+    }
+
+    /// An integer serde_json reads as one (not a float): no fraction, no exponent, no `-0`.
+    fn integer(&mut self, positive: bool) -> Option<Json<'a>> {
+        let start = self.at;
+        let mut significand: u64 = 0;
+        while let Some(&d @ b'0'..=b'9') = self.bytes.get(self.at) {
+            // Past `u64::MAX`, serde_json reads the number as a float.
+            significand = significand
+                .checked_mul(10)?
+                .checked_add(u64::from(d - b'0'))?;
+            self.at += 1;
+        }
+        let digits = self.at - start;
+        let leading_zero = digits > 1 && self.bytes[start] == b'0';
+        if digits == 0 || leading_zero {
+            return None;
+        }
+        if let Some(b'.' | b'e' | b'E') = self.bytes.get(self.at) {
+            return None;
+        }
+        Some(Json::Number(if positive {
+            JsonNumber::PosInt(significand)
+        } else {
+            // serde_json reads `-0` as a float, and so would anything below `i64::MIN + 1`.
+            let magnitude = i64::try_from(significand).ok().filter(|m| *m > 0)?;
+            JsonNumber::NegInt(-magnitude)
+        }))
+    }
+
+    /// A string's contents after its opening quote, borrowed from the text unless it has
+    /// escapes.
+    fn string(&mut self) -> Option<&'a str> {
+        let start = self.at;
+        let stop = start + plain_run(&self.bytes[start..]);
+        match self.bytes.get(stop)? {
+            b'"' => {
+                self.at = stop + 1;
+                // The quote is ASCII, so both ends are character boundaries.
+                self.text.get(start..stop)
+            }
+            b'\\' => self.escaped_string(start, stop),
+            _ => None, // a control character, which JSON does not allow in a string
+        }
+    }
+
+    /// The rest of a string whose first escape is at `escape`, unescaped into the arena.
+    fn escaped_string(&mut self, start: usize, mut escape: usize) -> Option<&'a str> {
+        let mut out = bumpalo::collections::String::new_in(self.arena);
+        let mut plain_from = start;
+        loop {
+            out.push_str(self.text.get(plain_from..escape)?);
+            let code = *self.bytes.get(escape + 1)?;
+            self.at = escape + 2;
+            match code {
+                b'"' => out.push('"'),
+                b'\\' => out.push('\\'),
+                b'/' => out.push('/'),
+                b'b' => out.push('\u{8}'),
+                b'f' => out.push('\u{c}'),
+                b'n' => out.push('\n'),
+                b'r' => out.push('\r'),
+                b't' => out.push('\t'),
+                b'u' => out.push(self.unicode_escape()?),
+                _ => return None,
+            }
+            plain_from = self.at;
+            let stop = plain_from + plain_run(&self.bytes[plain_from..]);
+            match self.bytes.get(stop)? {
+                b'"' => {
+                    out.push_str(self.text.get(plain_from..stop)?);
+                    self.at = stop + 1;
+                    return Some(out.into_bump_str());
+                }
+                b'\\' => escape = stop,
+                _ => return None,
+            }
+        }
+    }
+
+    /// The character of a `\u` escape whose four hex digits start at `self.at`; a surrogate
+    /// pair takes both escapes. A lone surrogate gives up (serde_json refuses it in text).
+    fn unicode_escape(&mut self) -> Option<char> {
+        let first = self.hex4()?;
+        let code = match first {
+            0xD800..=0xDBFF => {
+                if self.bytes.get(self.at..self.at + 2)? != b"\\u" {
+                    return None;
+                }
+                self.at += 2;
+                let low = self.hex4()?;
+                if !(0xDC00..=0xDFFF).contains(&low) {
+                    return None;
+                }
+                0x10000 + ((first - 0xD800) << 10) + (low - 0xDC00)
+            }
+            0xDC00..=0xDFFF => return None,
+            _ => first,
+        };
+        char::from_u32(code)
+    }
+
+    fn hex4(&mut self) -> Option<u32> {
+        let digits = self.bytes.get(self.at..self.at + 4)?;
+        let mut code = 0;
+        for &d in digits {
+            code = code * 16 + char::from(d).to_digit(16)?;
+        }
+        self.at += 4;
+        Some(code)
+    }
+
+    fn open(&mut self) -> Option<usize> {
+        self.depth += 1;
+        (self.depth <= MAX_DEPTH).then_some(self.members.len())
+    }
+
+    fn array(&mut self) -> Option<Json<'a>> {
+        let first = self.open()?;
+        self.skip_whitespace();
+        if self.bytes.get(self.at) == Some(&b']') {
+            self.at += 1;
+        } else {
+            loop {
+                let item = self.value()?;
+                self.members.push(("", item));
+                match self.next_token()? {
+                    b',' => {}
+                    b']' => break,
+                    _ => return None,
+                }
+            }
+        }
+        self.depth -= 1;
+        let items = self
+            .arena
+            .alloc_slice_fill_iter(self.members.drain(first..).map(|(_, item)| item));
+        Some(Json::Array(items))
+    }
+
+    fn object(&mut self) -> Option<Json<'a>> {
+        let first = self.open()?;
+        if self.next_token()? != b'}' {
+            self.at -= 1;
+            loop {
+                if self.next_token()? != b'"' {
+                    return None;
+                }
+                let name = self.string()?;
+                if self.next_token()? != b':' {
+                    return None;
+                }
+                let value = self.value()?;
+                self.members.push((name, value));
+                match self.next_token()? {
+                    b',' => {}
+                    b'}' => break,
+                    _ => return None,
+                }
+            }
+        }
+        self.depth -= 1;
+        let members = self.arena.alloc_slice_copy(&self.members[first..]);
+        self.members.truncate(first);
+        Some(Json::Object(JsonObject(members)))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+    use serde_json::Value;
+
+    /// serde_json's reading of `text` into the tree, the reference.
+    fn by_serde<'a>(text: &'a str, arena: &'a Bump) -> Result<Json<'a>, serde_json::Error> {
+        Json::read(&mut serde_json::Deserializer::from_str(text), arena)
+    }
+
+    /// The quick reading, checked against serde_json's whenever the quick reader is sure.
+    fn agreed(text: &str) -> Option<String> {
+        let (quick_arena, serde_arena) = (Bump::new(), Bump::new());
+        let quick = read(text, &quick_arena)?;
+        let reference = by_serde(text, &serde_arena);
+        assert_eq!(
+            Ok(&quick),
+            reference.as_ref().map_err(|e| e.to_string()),
+            "{text:?}"
+        );
+        Some(format!("{quick:?}"))
+    }
+
+    fn is_read(text: &str) -> bool {
+        agreed(text).is_some()
+    }
+
+    #[test]
+    fn an_answer_is_read_as_serde_json_reads_it() {
+        let answer = r#"{"jsonrpc":"2.0","id":"7","result":{"task":{"id":"t-1","contextId":"c",
+            "status":{"state":"TASK_STATE_COMPLETED","timestamp":"2026-12-02T10:39:06Z"},
+            "artifacts":[{"artifactId":"a","name":"result","parts":[{"text":"done: ü €"}]}],
+            "metadata":{"n":42,"neg":-7,"ok":true,"no":false,"none":null,"list":[],"obj":{}}}}}"#;
+        assert!(is_read(answer));
+    }
+
+    #[test]
+    fn escapes_are_unescaped_as_serde_json_does() {
+        assert!(is_read(r#""a\"b\\c\/d\be\ff\ng\rh\ti""#));
+        assert!(is_read(r#"{"k\u00e9y":"\u20ac and \ud83d\ude00, \u0000"}"#));
+        assert!(is_read(r#"["\uD83D\uDE00\u00E9"]"#));
+        assert_eq!(agreed(r#""x\ny""#).as_deref(), Some(r#"String("x\ny")"#));
+    }
+
+    #[test]
+    fn a_repeated_name_keeps_both_members_in_order() {
+        let tree = agreed(r#"{"a":1,"a":2}"#).unwrap();
+        assert_eq!(
+            tree,
+            r#"Object(JsonObject([("a", Number(PosInt(1))), ("a", Number(PosInt(2)))]))"#
+        );
+    }
+
+    #[test]
+    fn integers_serde_json_reads_as_integers_are_read() {
+        assert_eq!(agreed("0").as_deref(), Some("Number(PosInt(0))"));
+        assert!(is_read("9999999999999999999"));
+        assert!(is_read("18446744073709551615"));
+        assert!(is_read("-9223372036854775807"));
+        assert_eq!(agreed("-12").as_deref(), Some("Number(NegInt(-12))"));
+        assert_eq!(
+            agreed(" [ 1 , 2 ]\n\t\r").as_deref(),
+            Some("Array([Number(PosInt(1)), Number(PosInt(2))])")
+        );
+    }
+
+    #[test]
+    fn what_serde_json_reads_its_own_way_is_left_to_it() {
+        for text in [
+            "1.5",
+            "1e3",
+            "2E-1",
+            "-0",
+            "-9223372036854775808",
+            "18446744073709551616",
+            r#""\ud800""#,
+            r#""\udc00x""#,
+            r#""\ud800\u0041""#,
+        ] {
+            assert!(!is_read(text), "{text}");
+            let arena = Bump::new();
+            assert!(
+                by_serde(text, &arena).is_ok() || text.contains('\\'),
+                "{text}"
+            );
+        }
+    }
+
+    #[test]
+    fn malformed_text_is_left_to_serde_json_for_its_error() {
+        for text in [
+            "",
+            " ",
+            "[1,]",
+            "{\"a\":1,}",
+            "{\"a\" 1}",
+            "{1:2}",
+            "[1 2]",
+            "01",
+            "-",
+            "-a",
+            "tru",
+            "nul",
+            "nulls",
+            "\"open",
+            "\"a\u{1}b\"",
+            r#""\x""#,
+            r#""\u12g4""#,
+            "[1]]",
+            "{\"a\":1}x",
+            "\u{feff}1",
+            "[",
+            "{",
+            "{\"a\"",
+            "{\"a\":",
+            "\"a\\",
+        ] {
+            assert!(!is_read(text), "{text:?}");
+            let arena = Bump::new();
+            assert!(by_serde(text, &arena).is_err(), "{text:?}");
+        }
+    }
+
+    #[test]
+    fn nesting_past_the_quick_limit_is_left_to_serde_json() {
+        let nested = |depth: usize| format!("{}{}", "[".repeat(depth), "]".repeat(depth));
+        assert!(is_read(&nested(MAX_DEPTH as usize)));
+        assert!(!is_read(&nested(MAX_DEPTH as usize + 1)));
+        let arena = Bump::new();
+        assert!(by_serde(&nested(MAX_DEPTH as usize + 1), &arena).is_ok());
+    }
+
+    /// Any JSON value, floats and awkward strings included.
+    fn any_json() -> impl Strategy<Value = Value> {
+        let leaf = prop_oneof![
+            Just(Value::Null),
+            any::<bool>().prop_map(Value::Bool),
+            any::<i64>().prop_map(Value::from),
+            any::<u64>().prop_map(Value::from),
+            any::<f64>().prop_map(Value::from),
+            "\\PC{0,12}".prop_map(Value::String),
+            "[\"\\\\\u{0}-\u{1f}a-c\u{e9}\u{1F600}]{0,8}".prop_map(Value::String),
+        ];
+        leaf.prop_recursive(4, 48, 6, |inner| {
+            prop_oneof![
+                prop::collection::vec(inner.clone(), 0..6).prop_map(Value::Array),
+                prop::collection::vec(("[a-c\"\\\\\u{1}]{0,3}", inner), 0..6)
+                    .prop_map(|m| Value::Object(m.into_iter().collect())),
+            ]
+        })
+    }
+
+    /// Whether serde_json writes `v` in a form the quick reader is sure of.
+    fn quick_readable(v: &Value) -> bool {
+        match v {
+            Value::Number(n) => {
+                n.as_u64().is_some() || n.as_i64().is_some_and(|i| i < 0 && i > i64::MIN)
+            }
+            Value::Array(items) => items.iter().all(quick_readable),
+            Value::Object(m) => m.values().all(quick_readable),
+            _ => true,
+        }
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(512))]
+
+        #[test]
+        fn written_json_is_read_as_serde_json_reads_it(v in any_json(), pretty in any::<bool>()) {
+            let text = if pretty {
+                serde_json::to_string_pretty(&v).unwrap()
+            } else {
+                serde_json::to_string(&v).unwrap()
+            };
+            let read = agreed(&text);
+            prop_assert_eq!(read.is_some(), quick_readable(&v), "{}", text);
+        }
+
+        #[test]
+        fn damaged_json_is_never_read_differently(
+            v in any_json(),
+            cuts in prop::collection::vec((any::<prop::sample::Index>(), 0u8..128), 1..4),
+        ) {
+            let mut bytes = serde_json::to_vec(&v).unwrap();
+            for (at, byte) in cuts {
+                if bytes.is_empty() {
+                    break;
+                }
+                let at = at.index(bytes.len());
+                if byte < 32 && byte % 2 == 0 {
+                    bytes.remove(at);
+                } else {
+                    bytes[at] = byte;
+                }
+            }
+            if let Ok(text) = std::str::from_utf8(&bytes) {
+                agreed(text);
+            }
+        }
+    }
+}
