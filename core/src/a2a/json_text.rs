@@ -358,7 +358,7 @@ impl ser::SerializeStruct for Members<'_> {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use crate::a2a::types::{Message, Part, Role, SendMessageConfiguration, SendMessageRequest};
     use proptest::prelude::*;
@@ -537,8 +537,68 @@ mod tests {
         );
     }
 
-    /// Any JSON value, with every kind of character in its strings and names.
-    fn any_json() -> impl Strategy<Value = Value> {
+    #[test]
+    fn every_serde_shape_is_written_as_serde_json_writes_it() {
+        #[derive(serde::Serialize)]
+        struct Unit;
+        #[derive(serde::Serialize)]
+        struct Newtype(&'static str);
+        #[derive(serde::Serialize)]
+        struct Pair(u8, Unit);
+        #[derive(serde::Serialize)]
+        struct Fields {
+            name: Newtype,
+            pair: Pair,
+            kind: Kind,
+        }
+        #[derive(serde::Serialize)]
+        enum Kind {
+            Plain,
+        }
+        let fields = Fields {
+            name: Newtype("n\\"),
+            pair: Pair(7, Unit),
+            kind: Kind::Plain,
+        };
+        assert!(written_here(&fields));
+        assert_eq!(
+            written(&fields),
+            r#"{"name":"n\\","pair":[7,null],"kind":"Plain"}"#
+        );
+        let numbers = (
+            -1i8, -2i16, -3i32, -4i64, -5i128, 1u8, 2u16, 3u32, 4u64, 5u128,
+        );
+        assert!(written_here(&numbers));
+        assert_eq!(written(&numbers), "[-1,-2,-3,-4,-5,1,2,3,4,5]");
+        let floats = (0.5f32, f32::INFINITY, -1.25f64, f64::NAN);
+        assert_eq!(written(&floats), "[0.5,null,-1.25,null]");
+        assert_eq!(
+            written(&('é', '\n', [true, false])),
+            r#"["é","\n",[true,false]]"#
+        );
+    }
+
+    #[test]
+    fn enum_variants_with_data_are_left_to_serde_json() {
+        #[derive(serde::Serialize)]
+        enum Shaped {
+            Newtype(u8),
+            Tuple(u8, u8),
+            Struct { a: u8 },
+        }
+        for (value, text) in [
+            (Shaped::Newtype(1), r#"{"Newtype":1}"#),
+            (Shaped::Tuple(1, 2), r#"{"Tuple":[1,2]}"#),
+            (Shaped::Struct { a: 3 }, r#"{"Struct":{"a":3}}"#),
+        ] {
+            assert!(!written_here(&value));
+            assert_eq!(written(&value), text);
+        }
+    }
+
+    /// Any JSON value: floats, integers at both ends, every kind of character in strings and
+    /// member names.
+    pub(crate) fn any_json() -> impl Strategy<Value = Value> {
         let leaf = prop_oneof![
             Just(Value::Null),
             any::<bool>().prop_map(Value::Bool),

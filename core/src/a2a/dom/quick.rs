@@ -252,6 +252,7 @@ impl<'a> Reader<'a> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::a2a::json_text::tests::any_json;
     use proptest::prelude::*;
     use serde_json::Value;
 
@@ -374,32 +375,25 @@ mod tests {
     }
 
     #[test]
+    fn siblings_do_not_count_as_nesting() {
+        let siblings = |open: &str, close: &str| {
+            format!(
+                "[{}]",
+                vec![format!("{open}{close}"); 2 * MAX_DEPTH as usize].join(",")
+            )
+        };
+        assert!(is_read(&siblings("[", "]")));
+        assert!(is_read(&siblings("{", "}")));
+        assert!(is_read(&siblings("{\"a\":[", "]}")));
+    }
+
+    #[test]
     fn nesting_past_the_quick_limit_is_left_to_serde_json() {
         let nested = |depth: usize| format!("{}{}", "[".repeat(depth), "]".repeat(depth));
         assert!(is_read(&nested(MAX_DEPTH as usize)));
         assert!(!is_read(&nested(MAX_DEPTH as usize + 1)));
         let arena = Bump::new();
         assert!(by_serde(&nested(MAX_DEPTH as usize + 1), &arena).is_ok());
-    }
-
-    /// Any JSON value, floats and awkward strings included.
-    fn any_json() -> impl Strategy<Value = Value> {
-        let leaf = prop_oneof![
-            Just(Value::Null),
-            any::<bool>().prop_map(Value::Bool),
-            any::<i64>().prop_map(Value::from),
-            any::<u64>().prop_map(Value::from),
-            any::<f64>().prop_map(Value::from),
-            "\\PC{0,12}".prop_map(Value::String),
-            "[\"\\\\\u{0}-\u{1f}a-c\u{e9}\u{1F600}]{0,8}".prop_map(Value::String),
-        ];
-        leaf.prop_recursive(4, 48, 6, |inner| {
-            prop_oneof![
-                prop::collection::vec(inner.clone(), 0..6).prop_map(Value::Array),
-                prop::collection::vec(("[a-c\"\\\\\u{1}]{0,3}", inner), 0..6)
-                    .prop_map(|m| Value::Object(m.into_iter().collect())),
-            ]
-        })
     }
 
     /// Whether serde_json writes `v` in a form the quick reader is sure of.
