@@ -2,10 +2,12 @@
 //! serde_json's reader builds, for a fraction of the instructions.
 //!
 //! It reads only what it is certain to read exactly as serde_json does, and gives up on the
-//! rest: a number serde_json refuses, a lone surrogate escape, nesting deeper than [`MAX_DEPTH`], and every kind of
-//! malformed text. Giving up returns `None`, and the caller reads the same text with
-//! serde_json, so an error and anything rare come out exactly as they did: this reader
-//! decides only how fast a tree is built, never what it holds.
+//! rest: a number serde_json refuses, a lone surrogate escape, nesting deeper than
+//! [`MAX_DEPTH`], and every kind of malformed text. Giving up returns `None`, and the caller
+//! reads the same text with serde_json, so an error and anything rare come out exactly as they
+//! did: this reader decides only how fast a tree is built, never what it holds. A float is
+//! converted by serde_json itself (it rounds some decimals its own way), from the number's
+//! text alone.
 
 use super::{Json, JsonNumber, JsonObject};
 use crate::a2a::json_text::plain_run;
