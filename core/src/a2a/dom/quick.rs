@@ -191,7 +191,8 @@ impl<'a> Reader<'a> {
     }
 
     /// The character of a `\u` escape whose four hex digits start at `self.at`; a surrogate
-    /// pair takes both escapes. A lone surrogate gives up (serde_json refuses it in text).
+    /// pair takes both escapes. A lone surrogate gives up (serde_json refuses it in text): a
+    /// low one is no `char`.
     fn unicode_escape(&mut self) -> Option<char> {
         let first = self.hex4()?;
         let code = match first {
@@ -206,7 +207,6 @@ impl<'a> Reader<'a> {
                 }
                 0x10000 + ((first - 0xD800) << 10) + (low - 0xDC00)
             }
-            0xDC00..=0xDFFF => return None,
             _ => first,
         };
         char::from_u32(code)
