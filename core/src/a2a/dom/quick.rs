@@ -45,10 +45,19 @@ struct Reader<'a> {
 }
 
 impl<'a> Reader<'a> {
+    /// Moves past the bytes `wanted` accepts and says how many there were. The position moves
+    /// once by a counted length, never one step at a time in a loop.
+    fn skip_while(&mut self, wanted: impl Fn(u8) -> bool) -> usize {
+        let run = self.bytes[self.at..]
+            .iter()
+            .take_while(|b| wanted(**b))
+            .count();
+        self.at += run;
+        run
+    }
+
     fn skip_whitespace(&mut self) {
-        while let Some(b' ' | b'\n' | b'\t' | b'\r') = self.bytes.get(self.at) {
-            self.at += 1;
-        }
+        self.skip_while(|b| matches!(b, b' ' | b'\n' | b'\t' | b'\r'));
     }
 
     /// The next byte after whitespace, consumed.
@@ -90,21 +99,19 @@ impl<'a> Reader<'a> {
     /// reading of that number gives, as it does inside a document; one it refuses gives up.
     fn number(&mut self, start: usize, positive: bool) -> Option<Json<'a>> {
         let digits_start = self.at;
-        let mut significand = Some(0u64);
-        while let Some(&d @ b'0'..=b'9') = self.bytes.get(self.at) {
-            significand =
-                significand.and_then(|s| s.checked_mul(10)?.checked_add(u64::from(d - b'0')));
-            self.at += 1;
-        }
-        let digits = self.at - digits_start;
+        let digits = self.skip_while(|b| b.is_ascii_digit());
         let leading_zero = digits > 1 && self.bytes[digits_start] == b'0';
         if digits == 0 || leading_zero {
             return None;
         }
-        let fraction = self.bytes.get(self.at) == Some(&b'.');
-        let exponent = matches!(self.bytes.get(self.at), Some(b'e' | b'E'));
+        let is_float = matches!(self.bytes.get(self.at), Some(b'.' | b'e' | b'E'));
+        let significand = self.bytes[digits_start..self.at]
+            .iter()
+            .try_fold(0u64, |s, d| {
+                s.checked_mul(10)?.checked_add(u64::from(d - b'0'))
+            });
         let integer = match significand {
-            Some(s) if !fraction && !exponent => {
+            Some(s) if !is_float => {
                 if positive {
                     Some(JsonNumber::PosInt(s))
                 } else {
@@ -119,7 +126,7 @@ impl<'a> Reader<'a> {
         if let Some(integer) = integer {
             return Some(Json::Number(integer));
         }
-        if fraction {
+        if self.bytes.get(self.at) == Some(&b'.') {
             self.at += 1;
             self.skip_digits();
         }
@@ -135,9 +142,7 @@ impl<'a> Reader<'a> {
     }
 
     fn skip_digits(&mut self) {
-        while let Some(b'0'..=b'9') = self.bytes.get(self.at) {
-            self.at += 1;
-        }
+        self.skip_while(|b| b.is_ascii_digit());
     }
 
     /// A string's contents after its opening quote, borrowed from the text unless it has
