@@ -57,7 +57,11 @@ impl<'a> Reader<'a> {
     }
 
     fn skip_whitespace(&mut self) {
-        self.skip_while(|b| matches!(b, b' ' | b'\n' | b'\t' | b'\r'));
+        let is_whitespace = |b: u8| matches!(b, b' ' | b'\n' | b'\t' | b'\r');
+        // Compact answers have none between tokens: one test, not a run, in the common case.
+        if self.bytes.get(self.at).is_some_and(|b| is_whitespace(*b)) {
+            self.skip_while(is_whitespace);
+        }
     }
 
     /// The next byte after whitespace, consumed.
