@@ -288,40 +288,70 @@ impl<R: Runtime> Connector<R> {
     }
 
     /// Like [`Connector::request`], but the caller, which reads the body, gives the connection
-    /// back itself ([`Lent::give_back`]). An `async` block, which holds the request once, where
-    /// an `async fn` would hold its argument and a moved copy.
-    #[allow(
-        clippy::manual_async_fn,
-        reason = "an async fn would hold the request twice (see above)"
-    )]
+    /// back itself ([`Lent::give_back`]).
+    ///
+    /// Written with combinators rather than as an `async` block, so that the future holds the
+    /// request once. A block holds it in its captured argument beside hyper's future, which
+    /// holds it again until the connection takes it; every exchange's future carries that
+    /// size. An idle connection is asked to take the request at once. Only when none is idle,
+    /// or the idle one closed meanwhile, does the request wait in a boxed future of its own.
     fn lend(
         &self,
         mut request: http::Request<Full<Bytes>>,
     ) -> impl Future<Output = Result<(http::Response<Incoming>, Lent<R>), Failure>> + Send + '_
     {
-        async move {
-            let origin = self.targets.origin_form(&mut request)?;
-            loop {
-                let (mut sender, pooled) = match self.idle.checkout(&origin) {
-                    Some(sender) => (sender, true),
-                    // Boxed: a connect (TCP, TLS, proxy tunnel) is a large future that pooled
-                    // requests never need, and every in-flight exchange would carry its size.
-                    None => (Box::pin(self.connect(&origin)).await?, false),
+        use futures::future::{Either, FutureExt, ready};
+        let origin = match self.targets.origin_form(&mut request) {
+            Ok(origin) => origin,
+            Err(failure) => return Either::Left(ready(Err(failure))),
+        };
+        let Some(mut sender) = self.idle.checkout(&origin) else {
+            return Either::Right(Either::Left(Box::pin(self.lend_on(origin, request))));
+        };
+        let sending = sender.try_send_request(request);
+        Either::Right(Either::Right(sending.then(move |sent| match sent {
+            Ok(response) => {
+                let lent = Lent {
+                    origin,
+                    sender,
+                    idle: self.idle.clone(),
                 };
-                match sender.try_send_request(request).await {
-                    Ok(response) => {
-                        let lent = Lent {
-                            origin,
-                            sender,
-                            idle: self.idle.clone(),
-                        };
-                        return Ok((response, lent));
-                    }
-                    Err(mut e) => match e.take_message() {
-                        Some(unsent) if pooled => request = unsent,
-                        _ => return Err((TransportErrorKind::Io, describe(e.error()))),
-                    },
+                Either::Left(ready(Ok((response, lent))))
+            }
+            // The idle connection closed before it took the request: another one takes it.
+            Err(mut e) => match e.take_message() {
+                Some(unsent) => Either::Right(Box::pin(self.lend_on(origin, unsent))),
+                None => Either::Left(ready(Err((TransportErrorKind::Io, describe(e.error()))))),
+            },
+        })))
+    }
+
+    /// [`Connector::lend`] for a request no idle connection took yet: the next idle one, else
+    /// a new one. A request an idle connection could not take (closed meanwhile) tries the
+    /// next.
+    async fn lend_on(
+        &self,
+        origin: Origin,
+        mut request: http::Request<Full<Bytes>>,
+    ) -> Result<(http::Response<Incoming>, Lent<R>), Failure> {
+        loop {
+            let (mut sender, pooled) = match self.idle.checkout(&origin) {
+                Some(sender) => (sender, true),
+                None => (self.connect(&origin).await?, false),
+            };
+            match sender.try_send_request(request).await {
+                Ok(response) => {
+                    let lent = Lent {
+                        origin,
+                        sender,
+                        idle: self.idle.clone(),
+                    };
+                    return Ok((response, lent));
                 }
+                Err(mut e) => match e.take_message() {
+                    Some(unsent) if pooled => request = unsent,
+                    _ => return Err((TransportErrorKind::Io, describe(e.error()))),
+                },
             }
         }
     }

@@ -121,43 +121,69 @@ impl<R: Runtime> Http2Connector<R> {
     /// none or it closed, and waits for the response head. A request the existing connection
     /// could not take (closed meanwhile) goes to a new one.
     ///
-    /// An `async` block, which holds the request once, where an `async fn` would hold its
-    /// argument and a moved copy.
-    #[allow(
-        clippy::manual_async_fn,
-        reason = "an async fn would hold the request twice (see above)"
-    )]
+    /// Written with combinators, as the HTTP/1 connector's `lend` is, so that
+    /// the future holds the request once: the open connection is asked to take it at once.
     pub(crate) fn request(
         &self,
         mut request: http::Request<Full<Bytes>>,
     ) -> impl Future<Output = Result<http::Response<Incoming>, Failure>> + Send + '_ {
-        async move {
-            let origin = origin_of(request.uri())?;
-            // Connection-level headers have no place in HTTP/2; the authority travels in the URI.
-            request.headers_mut().remove(http::header::HOST);
-            loop {
-                let (mut sender, shared) = match self.existing(&origin) {
-                    Some(sender) => (sender, true),
-                    None => {
-                        // Boxed for the same reason as the HTTP/1.1 connect: rare and large.
-                        let sender = Box::pin(self.connect(&origin)).await?;
-                        self.connections
-                            .lock()
-                            .unwrap_or_else(|e| e.into_inner())
-                            .insert(origin.clone(), sender.clone());
-                        (sender, false)
+        use futures::future::{Either, FutureExt, ready};
+        let origin = match origin_of(request.uri()) {
+            Ok(origin) => origin,
+            Err(failure) => return Either::Left(ready(Err(failure))),
+        };
+        // Connection-level headers have no place in HTTP/2; the authority travels in the URI.
+        request.headers_mut().remove(http::header::HOST);
+        let Some(mut sender) = self.existing(&origin) else {
+            return Either::Right(Either::Left(Box::pin(self.request_on(origin, request))));
+        };
+        let sending = sender.try_send_request(request);
+        Either::Right(Either::Right(sending.then(move |sent| {
+            // The connection's handle is held until the answer, as the connection's own
+            // requests hold it.
+            drop(sender);
+            match sent {
+                Ok(response) => Either::Left(ready(Ok(response))),
+                // The shared connection closed before it took the request: a new one takes it.
+                Err(mut e) => match e.take_message() {
+                    Some(unsent) => {
+                        self.forget(&origin);
+                        Either::Right(Box::pin(self.request_on(origin, unsent)))
                     }
-                };
-                match sender.try_send_request(request).await {
-                    Ok(response) => return Ok(response),
-                    Err(mut e) => match e.take_message() {
-                        Some(unsent) if shared => {
-                            self.forget(&origin);
-                            request = unsent;
-                        }
-                        _ => return Err((TransportErrorKind::Io, describe(e.error()))),
-                    },
+                    None => Either::Left(ready(Err((TransportErrorKind::Io, describe(e.error()))))),
+                },
+            }
+        })))
+    }
+
+    /// [`Http2Connector::request`] for a request no shared connection took yet: the origin's
+    /// shared connection if it has one by now, else a new one.
+    async fn request_on(
+        &self,
+        origin: Origin,
+        mut request: http::Request<Full<Bytes>>,
+    ) -> Result<http::Response<Incoming>, Failure> {
+        loop {
+            let (mut sender, shared) = match self.existing(&origin) {
+                Some(sender) => (sender, true),
+                None => {
+                    let sender = self.connect(&origin).await?;
+                    self.connections
+                        .lock()
+                        .unwrap_or_else(|e| e.into_inner())
+                        .insert(origin.clone(), sender.clone());
+                    (sender, false)
                 }
+            };
+            match sender.try_send_request(request).await {
+                Ok(response) => return Ok(response),
+                Err(mut e) => match e.take_message() {
+                    Some(unsent) if shared => {
+                        self.forget(&origin);
+                        request = unsent;
+                    }
+                    _ => return Err((TransportErrorKind::Io, describe(e.error()))),
+                },
             }
         }
     }

@@ -175,62 +175,71 @@ impl<R: Runtime> Transport<R> {
                 start: R::now(),
                 runtime: std::marker::PhantomData,
             };
-            // Built-in credentials (AU-4..AU-8) and the host's hook (AU-1) both apply; a
-            // conflicting header, a failing hook or missing required credentials block the send
-            // (AU-2, AU-3, ER-12): never an unauthenticated request. Any failure up to the
-            // response head is reported in one place below.
-            let answered: Result<_, Failure> = 'send: {
-                let material = match transport
-                    .credentials
-                    .material(&req.agent, &transport.client, &transport.log)
-                    .await
-                {
-                    Ok(m) => m,
-                    Err(message) => break 'send Err((TransportErrorKind::Auth, message)),
+            // The send's result and the response's head are read in blocks of their own: a
+            // value moved out of a local still holds its room in the exchange's future for as
+            // long as the local is in scope, and the body is read after them.
+            let (response, mut lent, log) = {
+                // Built-in credentials (AU-4..AU-8) and the host's hook (AU-1) both apply; a
+                // conflicting header, a failing hook or missing required credentials block the
+                // send (AU-2, AU-3, ER-12): never an unauthenticated request. Any failure up to
+                // the response head is reported in one place below.
+                let answered: Result<_, Failure> = 'send: {
+                    let material = match transport
+                        .credentials
+                        .material(&req.agent, &transport.client, &transport.log)
+                        .await
+                    {
+                        Ok(m) => m,
+                        Err(message) => break 'send Err((TransportErrorKind::Auth, message)),
+                    };
+                    let (request, log) = match transport.outgoing(&mut req, &material) {
+                        Ok(r) => r,
+                        Err(failure) => break 'send Err(failure),
+                    };
+                    // An HTTP/1 connection comes lent: it goes back to the pool here once the body
+                    // has been read to the end (an HTTP/2 one is shared by its requests and stays
+                    // where it is).
+                    let sent = if req.http2 {
+                        transport
+                            .client
+                            .send_http2_prepared(request)
+                            .await
+                            .map(|r| (r, None))
+                    } else {
+                        transport
+                            .client
+                            .send_lending(request)
+                            .await
+                            .map(|(r, lent)| (r, Some(lent)))
+                    };
+                    sent.map(|(response, lent)| (response, lent, log))
                 };
-                let (request, log) = match transport.outgoing(&mut req, &material) {
+                match answered {
                     Ok(r) => r,
-                    Err(failure) => break 'send Err(failure),
-                };
-                // An HTTP/1 connection comes lent: it goes back to the pool here once the body
-                // has been read to the end (an HTTP/2 one is shared by its requests and stays
-                // where it is).
-                let sent = if req.http2 {
-                    transport
-                        .client
-                        .send_http2_prepared(request)
-                        .await
-                        .map(|r| (r, None))
-                } else {
-                    transport
-                        .client
-                        .send_lending(request)
-                        .await
-                        .map(|(r, lent)| (r, Some(lent)))
-                };
-                sent.map(|(response, lent)| (response, lent, log))
-            };
-            let (response, mut lent, log) = match answered {
-                Ok(r) => r,
-                Err((kind, message)) => {
-                    let _ = tx.send(fail(kind, message)).await;
-                    return;
+                    Err((kind, message)) => {
+                        let _ = tx.send(fail(kind, message)).await;
+                        return;
+                    }
                 }
             };
-            let (parts, mut body) = response.into_parts();
-            let headers = header_pairs(&parts.headers);
-            let mut body_log = log.map(|ctx| {
+            let (status, headers, mut body_log, mut body) = {
+                let (parts, body) = response.into_parts();
+                let headers = header_pairs(&parts.headers);
+                let body_log = log.map(|ctx| {
+                    let status = parts.status.as_u16();
+                    let head =
+                        protolog::format_response_head(&ctx, status, &headers, &transport.log);
+                    tracing::debug!(target: "a2at::protocol", "{head}");
+                    let content_type = header_text(&parts.headers, http::header::CONTENT_TYPE);
+                    Box::new(BodyLog::new(*ctx, content_type, transport.log))
+                });
                 let status = parts.status.as_u16();
-                let head = protolog::format_response_head(&ctx, status, &headers, &transport.log);
-                tracing::debug!(target: "a2at::protocol", "{head}");
-                let content_type = header_text(&parts.headers, http::header::CONTENT_TYPE);
-                Box::new(BodyLog::new(*ctx, content_type, transport.log))
-            });
-            let status = parts.status.as_u16();
-            telemetry::record_status(span, status);
-            // hyper's header values share the connection's read buffer: released now, the buffer
-            // can take the next response in place instead of a fresh block.
-            drop(parts);
+                telemetry::record_status(span, status);
+                // hyper's header values share the connection's read buffer: released at the end
+                // of this block, the buffer can take the next response in place instead of a
+                // fresh block.
+                (status, headers, body_log, body)
+            };
             // A unary answer is delivered at its end, with its head and body: before the end
             // they complete nothing, and each delivery wakes the run, so the run wakes once per
             // answer instead of once per piece. A body longer than `HELD_BODY_BYTES` goes on in
