@@ -69,6 +69,14 @@ struct Idle {
     since: Instant,
 }
 
+impl Idle {
+    /// Whether the connection went idle at `cutoff` or before (see
+    /// [`IdlePool::expiry_cutoff_at`]).
+    fn expired(&self, cutoff: Option<Instant>) -> bool {
+        cutoff.is_some_and(|cutoff| self.since <= cutoff)
+    }
+}
+
 #[derive(Default)]
 struct Lists {
     /// Per origin, oldest first: connections go back in the order they became idle. An
@@ -108,11 +116,11 @@ impl<R: Runtime> IdlePool<R> {
     /// The most recently used connection to `origin` that can take a request now, if any.
     /// Connections found expired or closed on the way are dropped, which closes them.
     pub(crate) fn checkout(&self, origin: &Origin) -> Option<Sender> {
-        let now = R::now();
+        let cutoff = self.expiry_cutoff();
         let mut lists = self.lists();
         let list = lists.by_origin.get_mut(origin)?;
         while let Some(idle) = list.pop() {
-            if self.expired(&idle, now) {
+            if idle.expired(cutoff) {
                 // Everything older than an expired connection has expired too.
                 list.clear();
                 return None;
@@ -132,9 +140,10 @@ impl<R: Runtime> IdlePool<R> {
             return;
         }
         let now = R::now();
+        let cutoff = self.expiry_cutoff_at(now);
         let mut lists = self.lists();
         let list = lists.by_origin.entry(origin).or_default();
-        let stale = list.partition_point(|idle| self.expired(idle, now));
+        let stale = list.partition_point(|idle| idle.expired(cutoff));
         list.drain(..stale);
         if list.len() >= self.config.max_idle_per_origin {
             return;
@@ -149,17 +158,26 @@ impl<R: Runtime> IdlePool<R> {
         }
     }
 
-    fn expired(&self, idle: &Idle, now: Instant) -> bool {
-        now.saturating_duration_since(idle.since) >= self.config.idle_timeout
+    /// The latest moment a connection may have gone idle and be expired now.
+    fn expiry_cutoff(&self) -> Option<Instant> {
+        self.expiry_cutoff_at(R::now())
+    }
+
+    /// [`IdlePool::expiry_cutoff`] at `now`: `None`, nothing expired, while the clock has
+    /// not yet run for a whole timeout. Found once per look at a list, so that each
+    /// connection's check is a comparison of two instants rather than a subtraction (`put`
+    /// searches a list of as many connections as the engine keeps in flight).
+    fn expiry_cutoff_at(&self, now: Instant) -> Option<Instant> {
+        now.checked_sub(self.config.idle_timeout)
     }
 
     /// Drops the expired and closed connections; returns whether any connection is still
     /// idle, else stops sweeping (under the same lock as [`IdlePool::put`] starts it).
     fn sweep_once(&self) -> bool {
-        let now = R::now();
+        let cutoff = self.expiry_cutoff();
         let mut lists = self.lists();
         lists.by_origin.retain(|_, list| {
-            list.retain(|idle| !self.expired(idle, now) && !idle.sender.is_closed());
+            list.retain(|idle| !idle.expired(cutoff) && !idle.sender.is_closed());
             !list.is_empty()
         });
         lists.sweeping = !lists.by_origin.is_empty();
