@@ -629,8 +629,10 @@ pub(crate) fn build_request_to<N: AsRef<str>, V: AsRef<str>>(
 
 /// The names A2A requests carry, as the core writes them and in the order a request lists them.
 /// A name found here by its exact text costs one comparison; any other goes through
-/// `HeaderName::from_bytes`, which lowercases it and copies a name `http` does not know.
-const SENT_NAMES: [(&str, http::header::HeaderName); 6] = [
+/// `HeaderName::from_bytes`, which lowercases it and copies a name `http` does not know. A
+/// `static`, not a `const`: searching a `const` array of values with a destructor copies the
+/// whole array onto the stack first, at every call.
+static SENT_NAMES: [(&str, http::header::HeaderName); 6] = [
     (
         "A2A-Version",
         http::header::HeaderName::from_static("a2a-version"),
@@ -651,8 +653,8 @@ const SENT_NAMES: [(&str, http::header::HeaderName); 6] = [
     ),
 ];
 
-/// The values most requests carry, kept as constants for the same reason.
-const SENT_VALUES: [http::HeaderValue; 3] = [
+/// The values most requests carry, kept for the same reasons.
+static SENT_VALUES: [http::HeaderValue; 3] = [
     http::HeaderValue::from_static(a2at_core::a2a::A2A_VERSION),
     http::HeaderValue::from_static("application/json"),
     http::HeaderValue::from_static("text/event-stream"),
