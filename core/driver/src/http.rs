@@ -14,7 +14,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use crate::hyper_io::HyperIo;
 use a2at_core::a2a::HttpMethod;
-use a2at_core::io::{HeaderField, TransportErrorKind};
+use a2at_core::io::{HeaderField, HeaderText, TransportErrorKind};
 use bytes::Bytes;
 use futures_rustls::TlsConnector;
 use futures_rustls::rustls::pki_types::ServerName;
@@ -614,6 +614,39 @@ pub(crate) fn build_request_to<N: AsRef<str>, V: AsRef<str>>(
     headers: &[(N, V)],
     body: Vec<u8>,
 ) -> Result<http::Request<Full<Bytes>>, http::Error> {
+    let fields = headers.iter().map(|(name, value)| (name, value));
+    build_request_from(method, uri, fields, body, |value: &V| {
+        header_value(value.as_ref())
+    })
+}
+
+/// [`build_request_to`] taking the header texts themselves: a value written for this request
+/// alone (`traceparent`, credentials) becomes the header's value without a copy.
+pub(crate) fn build_request_owning(
+    method: http::Method,
+    uri: http::Uri,
+    headers: Vec<(HeaderText, HeaderText)>,
+    body: Vec<u8>,
+) -> Result<http::Request<Full<Bytes>>, http::Error> {
+    build_request_from(
+        method,
+        uri,
+        headers.into_iter(),
+        body,
+        |value| match value {
+            Cow::Borrowed(text) => header_value(text),
+            Cow::Owned(text) => Ok(http::HeaderValue::from_maybe_shared(Bytes::from(text))?),
+        },
+    )
+}
+
+fn build_request_from<N: AsRef<str>, V>(
+    method: http::Method,
+    uri: http::Uri,
+    headers: impl ExactSizeIterator<Item = (N, V)>,
+    body: Vec<u8>,
+    value_of: impl Fn(V) -> Result<http::HeaderValue, http::Error>,
+) -> Result<http::Request<Full<Bytes>>, http::Error> {
     // Filled in place: `http::request::Builder` moves its whole request head through every
     // `header` call, which cost more than the headers themselves.
     let mut request = http::Request::new(Full::new(Bytes::from(body)));
@@ -622,7 +655,7 @@ pub(crate) fn build_request_to<N: AsRef<str>, V: AsRef<str>>(
     let fields = request.headers_mut();
     fields.try_reserve(headers.len())?;
     for (name, value) in headers {
-        fields.try_append(header_name(name.as_ref())?, header_value(value.as_ref())?)?;
+        fields.try_append(header_name(name.as_ref())?, value_of(value)?)?;
     }
     Ok(request)
 }

@@ -18,7 +18,8 @@ use http_body_util::{BodyExt, Full};
 use crate::auth::Authenticator;
 use crate::completions;
 use crate::http::{
-    Failure, HttpClient, build_request_to, describe, header_pairs, header_text, http_method,
+    Failure, HttpClient, build_request_owning, build_request_to, describe, header_pairs,
+    header_text, http_method,
 };
 use crate::runtime::Runtime;
 use crate::telemetry;
@@ -334,12 +335,15 @@ impl<R: Runtime> Transport<R> {
             .client
             .uri_of(&req.url)
             .and_then(|uri| {
-                build_request_to(
-                    http_method(req.method),
-                    uri,
-                    &req.headers,
-                    std::mem::take(&mut req.body),
-                )
+                let method = http_method(req.method);
+                let body = std::mem::take(&mut req.body);
+                // The protocol log compares the request as the engine built it with what went
+                // out; without it the headers' texts move into the request.
+                if shown.is_none() {
+                    build_request_owning(method, uri, std::mem::take(&mut req.headers), body)
+                } else {
+                    build_request_to(method, uri, &req.headers, body)
+                }
             })
             .map_err(|e| {
                 (

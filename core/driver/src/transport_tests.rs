@@ -718,6 +718,50 @@ fn request_headers_reach_the_wire_by_name_and_value_whatever_their_case() {
     }
 }
 
+/// The request built from the header texts themselves carries what the one built from
+/// borrowed texts carries, owned and borrowed values alike, and refuses the same bad ones.
+#[test]
+fn headers_moved_into_a_request_reach_it_as_borrowed_ones_do() {
+    use a2at_core::io::HeaderText;
+    let owned = |text: &str| HeaderText::Owned(text.to_owned());
+    let headers: Vec<(HeaderText, HeaderText)> = vec![
+        ("A2A-Version".into(), "1.0".into()),
+        ("Content-Type".into(), "application/json".into()),
+        (
+            "traceparent".into(),
+            owned("00-0123456789abcdef0123456789abcdef-0123456789abcdef-01"),
+        ),
+        (owned("Authorization"), owned("Bearer t\u{e9}")),
+        (owned("X-Gateway"), "blue".into()),
+    ];
+    let uri: http::Uri = "http://a/b".parse().unwrap();
+    let fields = |request: &http::Request<_>| -> Vec<(String, Vec<u8>)> {
+        request
+            .headers()
+            .iter()
+            .map(|(n, v)| (n.as_str().to_owned(), v.as_bytes().to_vec()))
+            .collect()
+    };
+    let borrowed =
+        crate::http::build_request_to(http::Method::POST, uri.clone(), &headers, b"{}".to_vec())
+            .expect("valid request");
+    let moved =
+        crate::http::build_request_owning(http::Method::POST, uri.clone(), headers, b"{}".to_vec())
+            .expect("valid request");
+    assert_eq!(fields(&moved), fields(&borrowed));
+    assert_eq!(fields(&moved).len(), 5);
+    assert_eq!(moved.uri(), borrowed.uri());
+    for value in [owned("bad\nvalue"), owned("bad\u{7f}"), "bad\rvalue".into()] {
+        let shown = format!("{value:?}");
+        let bad = vec![(HeaderText::from("x-ok"), value)];
+        assert!(
+            crate::http::build_request_owning(http::Method::GET, uri.clone(), bad, Vec::new())
+                .is_err(),
+            "{shown} must be refused"
+        );
+    }
+}
+
 #[test]
 fn response_header_fields_keep_every_text_and_borrow_the_common_ones() {
     use std::borrow::Cow;
