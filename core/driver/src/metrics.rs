@@ -27,8 +27,8 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use ::metrics::{
-    Counter, CounterFn, Gauge, Histogram, HistogramFn, Key, KeyName, Metadata, Recorder,
-    SharedString, Unit,
+    Counter, CounterFn, Gauge, Histogram, HistogramFn, Key, KeyName, Label, Level, Metadata,
+    Recorder, SharedString, Unit,
 };
 use a2at_core::a2a::Binding;
 use a2at_core::host::TaskStatus;
@@ -116,27 +116,79 @@ pub(crate) fn run_refused() {
     ::metrics::counter!(RUNS_TOTAL, "outcome" => "refused").increment(1);
 }
 
-/// A finished subtask; the agent's name is shared, not copied, into the label.
-pub(crate) fn subtask_finished(agent: Arc<str>, status: TaskStatus) {
-    ::metrics::counter!(SUBTASKS_TOTAL, "agent" => agent, "outcome" => status.as_str())
-        .increment(1);
+/// A finished subtask.
+pub(crate) fn subtask_finished(agent: &str, status: TaskStatus) {
+    let outcome = status.as_str();
+    let key = agent_key(SUBTASKS_TOTAL, agent, [outcome, ""], || {
+        Key::from_parts(
+            SUBTASKS_TOTAL,
+            vec![
+                Label::new("agent", agent.to_owned()),
+                Label::new("outcome", outcome),
+            ],
+        )
+    });
+    ::metrics::with_recorder(|r| r.register_counter(&key, &METADATA).increment(1));
 }
 
-/// One request's latency; the agent's name is shared, not copied, into the label.
+/// One request's latency.
 pub(crate) fn request_duration(
-    agent: &Arc<str>,
+    agent: &str,
     binding: Option<Binding>,
     method: &'static str,
     took: Duration,
 ) {
     let binding = binding.map_or("unknown", Binding::as_str);
-    ::metrics::histogram!(
-        REQUEST_DURATION_SECONDS,
-        "agent" => Arc::clone(agent),
-        "binding" => binding,
-        "method" => method,
-    )
-    .record(took.as_secs_f64());
+    let key = agent_key(REQUEST_DURATION_SECONDS, agent, [binding, method], || {
+        Key::from_parts(
+            REQUEST_DURATION_SECONDS,
+            vec![
+                Label::new("agent", agent.to_owned()),
+                Label::new("binding", binding),
+                Label::new("method", method),
+            ],
+        )
+    });
+    ::metrics::with_recorder(|r| {
+        r.register_histogram(&key, &METADATA)
+            .record(took.as_secs_f64());
+    });
+}
+
+/// What the `metrics` macros would give the recorder for a metric recorded in this module.
+static METADATA: Metadata<'static> =
+    Metadata::new(module_path!(), Level::INFO, Some(module_path!()));
+
+/// The metrics labelled by agent, recorded for every request and subtask, by agent name: each
+/// metric's name and other label values, with its key.
+type AgentKeys = BTreeMap<Arc<str>, Vec<(&'static str, [&'static str; 2], Arc<Key>)>>;
+
+/// The keys of the metrics labelled by agent, each built the first time it is recorded and
+/// kept for the process's life (their number is bounded by the agents' names and the label
+/// values, as the recorder's own are). A key's labels are a vector on the heap; the recorder
+/// only reads the key, and is still asked for the metric at every record, so a recorder
+/// installed later, or one scoped to a thread, sees what it would have seen.
+static AGENT_KEYS: Mutex<AgentKeys> = Mutex::new(BTreeMap::new());
+
+/// The key of metric `name` for `agent` and the other label values `values`; `make` builds it
+/// the first time.
+fn agent_key(
+    name: &'static str,
+    agent: &str,
+    values: [&'static str; 2],
+    make: impl FnOnce() -> Key,
+) -> Arc<Key> {
+    let mut keys = lock(&AGENT_KEYS);
+    let list = match keys.get_mut(agent) {
+        Some(list) => list,
+        None => keys.entry(Arc::from(agent)).or_default(),
+    };
+    if let Some((_, _, key)) = list.iter().find(|(n, v, _)| *n == name && *v == values) {
+        return Arc::clone(key);
+    }
+    let key = Arc::new(make());
+    list.push((name, values, Arc::clone(&key)));
+    key
 }
 
 /// A retry the run scheduled; a `resubscribe` is also a reattach.
@@ -329,16 +381,76 @@ impl Recorder for InMemoryMetrics {
 mod tests {
     use super::*;
 
+    /// The keys kept for the metrics labelled by agent tell apart every label value, and a
+    /// recorder in scope after a key was first built still gets every record.
+    #[test]
+    fn kept_keys_keep_each_label_set_apart_for_any_recorder() {
+        // Built without a recorder in scope: the key is kept, the record goes nowhere.
+        subtask_finished("delta", TaskStatus::Success);
+        request_duration("delta", None, "GetTask", Duration::from_millis(5));
+        let recorder = InMemoryMetrics::new();
+        ::metrics::with_local_recorder(&recorder, || {
+            subtask_finished("delta", TaskStatus::Success);
+            subtask_finished("delta", TaskStatus::Cancelled);
+            subtask_finished("epsilon", TaskStatus::Success);
+            request_duration("delta", None, "GetTask", Duration::from_millis(1));
+            request_duration(
+                "delta",
+                Some(Binding::HttpJson),
+                "GetTask",
+                Duration::from_millis(2),
+            );
+            request_duration("delta", None, "SendMessage", Duration::from_millis(3));
+            request_duration("epsilon", None, "GetTask", Duration::from_millis(4));
+        });
+        assert_eq!(
+            recorder.counters(),
+            BTreeMap::from([
+                (
+                    "a2at_subtasks_total{agent=delta,outcome=cancelled}".to_owned(),
+                    1
+                ),
+                (
+                    "a2at_subtasks_total{agent=delta,outcome=success}".to_owned(),
+                    1
+                ),
+                (
+                    "a2at_subtasks_total{agent=epsilon,outcome=success}".to_owned(),
+                    1
+                ),
+            ])
+        );
+        let histogram = |labels: &str| {
+            recorder.histogram(&format!("a2at_request_duration_seconds{{{labels}}}"))
+        };
+        assert_eq!(
+            histogram("agent=delta,binding=unknown,method=GetTask"),
+            vec![0.001]
+        );
+        assert_eq!(
+            histogram("agent=delta,binding=HTTP+JSON,method=GetTask"),
+            vec![0.002]
+        );
+        assert_eq!(
+            histogram("agent=delta,binding=unknown,method=SendMessage"),
+            vec![0.003]
+        );
+        assert_eq!(
+            histogram("agent=epsilon,binding=unknown,method=GetTask"),
+            vec![0.004]
+        );
+    }
+
     #[test]
     fn keeps_counters_and_histograms_by_sorted_labels_and_summarises_them() {
         let recorder = InMemoryMetrics::new();
         ::metrics::with_local_recorder(&recorder, || {
-            subtask_finished(Arc::from("beta"), TaskStatus::Success);
-            subtask_finished(Arc::from("beta"), TaskStatus::Success);
-            subtask_finished(Arc::from("alpha"), TaskStatus::Failed);
+            subtask_finished("beta", TaskStatus::Success);
+            subtask_finished("beta", TaskStatus::Success);
+            subtask_finished("alpha", TaskStatus::Failed);
             for ms in [30, 10, 20] {
                 request_duration(
-                    &Arc::from("alpha"),
+                    "alpha",
                     Some(Binding::JsonRpc),
                     "SendMessage",
                     Duration::from_millis(ms),

@@ -388,14 +388,14 @@ impl RunSpans {
 
     /// Closes the spans of the subtasks finished since the last call (of `run`), recording
     /// their final state, remote task id, context id and error code, and counts them
-    /// ([`crate::metrics::SUBTASKS_TOTAL`]) under the agent's (shared) name.
+    /// ([`crate::metrics::SUBTASKS_TOTAL`]) under the agent's name.
     pub(crate) fn close_finished(&mut self, run: &a2at_core::Run) {
         while self.finished_seen < run.finished_count() {
             let Some(task) = run.finished_task(self.finished_seen) else {
                 break;
             };
             self.finished_seen += 1;
-            crate::metrics::subtask_finished(task.agent_name.clone().into(), task.status);
+            crate::metrics::subtask_finished(&task.agent_name, task.status);
             self.rounds.remove(&task.step_name, task.subtask_index);
             // A subtask that never reached the host or an agent has no span yet.
             let Some(span) = self.subtasks.remove(&task.step_name, task.subtask_index) else {
