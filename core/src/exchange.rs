@@ -72,15 +72,16 @@ pub(crate) fn open(
 }
 
 /// Runs one response input (head, body chunk, trailers or end) through its exchange's decoder
-/// and returns the items it completed; other inputs give nothing.
-pub(crate) fn decode(decoder: &mut ResponseDecoder, input: &Input) -> Vec<ResponseItem> {
+/// and returns the items it completed; other inputs give nothing. The input is taken: a body
+/// chunk moves into the decoder's buffer.
+pub(crate) fn decode(decoder: &mut ResponseDecoder, input: Input) -> Vec<ResponseItem> {
     let mut items = Vec::new();
     match input {
         Input::ResponseHead {
             status, headers, ..
-        } => decoder.on_head(*status, headers),
-        Input::ResponseBody { chunk, .. } => decoder.on_body(chunk, &mut items),
-        Input::ResponseTrailers { trailers, .. } => decoder.on_trailers(trailers, &mut items),
+        } => decoder.on_head(status, &headers),
+        Input::ResponseBody { chunk, .. } => decoder.on_body_owned(chunk, &mut items),
+        Input::ResponseTrailers { trailers, .. } => decoder.on_trailers(&trailers, &mut items),
         Input::ResponseEnd { .. } => {
             // A unary answer ends with its one event and the end mark; an item is a few
             // hundred bytes, so the default first room for four would be half unused.
@@ -137,4 +138,95 @@ pub(crate) fn track_identity(
         }
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::a2a::{Binding, CallKind, DecodeLimits};
+    use crate::io::HeaderField;
+
+    const ANSWER: &[u8] = br#"{"jsonrpc":"2.0","id":"7","result":{"task":{"id":"t-1","contextId":"c-1","status":{"state":"TASK_STATE_COMPLETED"}}}}"#;
+
+    fn decoder(max_body_bytes: usize) -> ResponseDecoder {
+        let limits = DecodeLimits {
+            max_body_bytes,
+            ..DecodeLimits::default()
+        };
+        ResponseDecoder::new(Binding::JsonRpc, CallKind::SendMessage, "7", limits)
+    }
+
+    fn head() -> Vec<HeaderField> {
+        vec![("content-type".into(), "application/json".into())]
+    }
+
+    /// The items of `body` cut at `cuts`, its chunks moved in as inputs.
+    fn moved_in(body: &[u8], cuts: &[usize], max_body_bytes: usize) -> String {
+        let mut d = decoder(max_body_bytes);
+        let op = OpId(1);
+        let mut items = decode(
+            &mut d,
+            Input::ResponseHead {
+                op,
+                status: 200,
+                headers: head(),
+            },
+        );
+        let mut from = 0;
+        for &to in cuts.iter().chain([body.len()].iter()) {
+            let chunk = body[from..to].to_vec();
+            items.extend(decode(&mut d, Input::ResponseBody { op, chunk }));
+            from = to;
+        }
+        items.extend(decode(&mut d, Input::ResponseEnd { op }));
+        format!("{items:?}")
+    }
+
+    /// The items of `body` cut at `cuts`, its chunks fed by reference.
+    fn fed_by_reference(body: &[u8], cuts: &[usize], max_body_bytes: usize) -> String {
+        let mut d = decoder(max_body_bytes);
+        let mut items = Vec::new();
+        d.on_head(200, &head());
+        let mut from = 0;
+        for &to in cuts.iter().chain([body.len()].iter()) {
+            d.on_body(&body[from..to], &mut items);
+            from = to;
+        }
+        d.on_end(&mut items);
+        format!("{items:?}")
+    }
+
+    /// A body whose chunks move into the decoder reads as the same body fed by reference,
+    /// however it is cut: the first chunk becomes the buffer, the next ones are added to it.
+    #[test]
+    fn a_body_moved_in_reads_as_one_fed_by_reference_however_it_is_cut() {
+        let len = ANSWER.len();
+        for cuts in [
+            vec![],
+            vec![1],
+            vec![30, 31, 90],
+            vec![len - 1],
+            (1..len).collect(),
+        ] {
+            let moved = moved_in(ANSWER, &cuts, usize::MAX);
+            assert!(moved.contains("state: Completed"), "{cuts:?}: {moved}");
+            assert_eq!(
+                moved,
+                fed_by_reference(ANSWER, &cuts, usize::MAX),
+                "{cuts:?}"
+            );
+        }
+    }
+
+    /// A first chunk larger than the body limit is refused, not kept as the buffer; a body
+    /// that reaches the limit over several chunks is refused as well.
+    #[test]
+    fn a_body_over_the_limit_is_refused_whether_its_first_chunk_is_or_a_later_one() {
+        for cuts in [vec![], vec![60]] {
+            let moved = moved_in(ANSWER, &cuts, 80);
+            assert!(moved.contains("a2a.body_too_large"), "{cuts:?}: {moved}");
+            assert!(!moved.contains("state: Completed"), "{cuts:?}: {moved}");
+            assert_eq!(moved, fed_by_reference(ANSWER, &cuts, 80), "{cuts:?}");
+        }
+    }
 }

@@ -421,8 +421,9 @@ impl Link {
             let Some(decoder) = self.ops.get_mut(&op) else {
                 return Feed::Nothing;
             };
-            let items = exchange::decode(decoder, &input);
-            if matches!(input, Input::ResponseEnd { .. }) {
+            let ended = matches!(input, Input::ResponseEnd { .. });
+            let items = exchange::decode(decoder, input);
+            if ended {
                 self.ops.remove(&op);
                 return Feed::Items(op, items);
             }

@@ -1467,7 +1467,7 @@ pub(crate) fn route_exchange_input(input: Input, env: &mut Env<'_>) -> Routed {
     let Some(entry) = env.ctx.ops.get_mut(&op) else {
         return Routed::Settled;
     };
-    let items = exchange::decode(&mut entry.decoder, &input);
+    let items = exchange::decode(&mut entry.decoder, input);
     if items.is_empty() {
         return Routed::Settled;
     }

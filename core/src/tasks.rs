@@ -364,7 +364,7 @@ impl TaskOperation {
                 if op == self.op =>
             {
                 if let Some(d) = self.decoder.as_mut() {
-                    items = exchange::decode(d, &input);
+                    items = exchange::decode(d, input);
                 }
             }
             Input::TransportFailed { op, error } if op == self.op => {

@@ -19,6 +19,7 @@ use crate::io::HeaderText;
 use core::time::Duration;
 use serde::ser::Serialize;
 use serde_json::{Map, Value};
+use std::borrow::Cow;
 
 /// The value of the `A2A-Version` header this client speaks.
 pub const A2A_VERSION: &str = "1.0";
@@ -856,14 +857,24 @@ impl ResponseDecoder {
 
     /// Feeds body bytes; SSE events are pushed as soon as they are complete.
     pub fn on_body(&mut self, chunk: &[u8], out: &mut Vec<ResponseItem>) {
+        self.on_chunk(Cow::Borrowed(chunk), out);
+    }
+
+    /// [`ResponseDecoder::on_body`] taking the chunk itself: the first chunk of a body read
+    /// whole becomes its buffer instead of being copied into one.
+    pub(crate) fn on_body_owned(&mut self, chunk: Vec<u8>, out: &mut Vec<ResponseItem>) {
+        self.on_chunk(Cow::Owned(chunk), out);
+    }
+
+    fn on_chunk(&mut self, chunk: Cow<'_, [u8]>, out: &mut Vec<ResponseItem>) {
         if let Some(g) = &mut self.grpc {
-            g.on_body(chunk, out);
+            g.on_body(&chunk, out);
             return;
         }
         self.decide();
         match &mut self.mode {
             Mode::Sse(sse) => {
-                let r = sse.push(chunk, &mut self.sse_out);
+                let r = sse.push(&chunk, &mut self.sse_out);
                 self.drain_sse(out);
                 if let Err(e) = r {
                     out.push(sse_error(e));
@@ -879,8 +890,10 @@ impl ResponseDecoder {
                             self.limits.max_body_bytes
                         ),
                     )));
+                } else if buf.is_empty() {
+                    *buf = chunk.into_owned();
                 } else {
-                    buf.extend_from_slice(chunk);
+                    buf.extend_from_slice(&chunk);
                 }
             }
             Mode::Overflowed | Mode::Ended | Mode::Undecided => {}
