@@ -30,6 +30,11 @@ use crate::proxy::ProxyConfig;
 use crate::runtime::Runtime;
 use crate::tls::{TlsConfig, client_config};
 
+/// The body of a request the engine sends: its bytes as written, read through a cursor. A
+/// `Bytes` made from a vector with spare room allocates a shared header for it, and a body
+/// is written into room for a typical call.
+pub(crate) type RequestBody = Full<std::io::Cursor<Vec<u8>>>;
+
 /// Edits every outgoing request of an [`HttpClient`] just before it is sent: add gateway
 /// headers, or rewrite the URI (scheme, host, port, path and query) to route through a gateway.
 /// It receives the request head as the `http` crate (version 1) has it, with the absolute
@@ -129,8 +134,8 @@ impl<R> HttpClient<R> {
     /// a failure of this request, which is then never sent.
     pub(crate) fn prepare(
         &self,
-        request: http::Request<Full<Bytes>>,
-    ) -> Result<http::Request<Full<Bytes>>, Failure> {
+        request: http::Request<RequestBody>,
+    ) -> Result<http::Request<RequestBody>, Failure> {
         let Some(hook) = &self.hook else {
             return Ok(request);
         };
@@ -205,7 +210,7 @@ impl<R: Runtime> HttpClient<R> {
     /// Runs the request hook, then sends the request and waits for the response head.
     pub(crate) async fn send(
         &self,
-        request: http::Request<Full<Bytes>>,
+        request: http::Request<RequestBody>,
     ) -> Result<http::Response<hyper::body::Incoming>, (TransportErrorKind, String)> {
         let request = self.prepare(request)?;
         self.send_prepared(request).await
@@ -215,7 +220,7 @@ impl<R: Runtime> HttpClient<R> {
     /// response head.
     pub(crate) async fn send_prepared(
         &self,
-        request: http::Request<Full<Bytes>>,
+        request: http::Request<RequestBody>,
     ) -> Result<http::Response<hyper::body::Incoming>, (TransportErrorKind, String)> {
         self.sent.fetch_add(1, Ordering::Relaxed);
         self.connector.request(request).await
@@ -229,7 +234,7 @@ impl<R: Runtime> HttpClient<R> {
     /// request in the exchange's future.
     pub(crate) fn send_lending(
         &self,
-        request: http::Request<Full<Bytes>>,
+        request: http::Request<RequestBody>,
     ) -> impl Future<Output = Result<(http::Response<Incoming>, Lent<R>), Failure>> + Send + '_
     {
         self.sent.fetch_add(1, Ordering::Relaxed);
@@ -241,7 +246,7 @@ impl<R: Runtime> HttpClient<R> {
     /// trailers, if any.
     pub(crate) fn send_http2_prepared(
         &self,
-        request: http::Request<Full<Bytes>>,
+        request: http::Request<RequestBody>,
     ) -> impl Future<Output = Result<http::Response<Incoming>, Failure>> + Send + '_ {
         self.sent.fetch_add(1, Ordering::Relaxed);
         self.http2.request(request)
@@ -280,7 +285,7 @@ impl<R: Runtime> Connector<R> {
     /// The connection goes back to the pool once its response body has been read to the end.
     async fn request(
         &self,
-        request: http::Request<Full<Bytes>>,
+        request: http::Request<RequestBody>,
     ) -> Result<http::Response<Incoming>, Failure> {
         let (response, lent) = self.lend(request).await?;
         lent.give_back_when_idle();
@@ -297,7 +302,7 @@ impl<R: Runtime> Connector<R> {
     /// or the idle one closed meanwhile, does the request wait in a boxed future of its own.
     fn lend(
         &self,
-        mut request: http::Request<Full<Bytes>>,
+        mut request: http::Request<RequestBody>,
     ) -> impl Future<Output = Result<(http::Response<Incoming>, Lent<R>), Failure>> + Send + '_
     {
         use futures::future::{Either, FutureExt, ready};
@@ -332,7 +337,7 @@ impl<R: Runtime> Connector<R> {
     async fn lend_on(
         &self,
         origin: Origin,
-        mut request: http::Request<Full<Bytes>>,
+        mut request: http::Request<RequestBody>,
     ) -> Result<(http::Response<Incoming>, Lent<R>), Failure> {
         loop {
             let (mut sender, pooled) = match self.idle.checkout(&origin) {
@@ -603,7 +608,7 @@ pub(crate) fn build_request<N: AsRef<str>, V: AsRef<str>>(
     url: &str,
     headers: &[(N, V)],
     body: Vec<u8>,
-) -> Result<http::Request<Full<Bytes>>, http::Error> {
+) -> Result<http::Request<RequestBody>, http::Error> {
     build_request_to(method, http::Uri::try_from(url)?, headers, body)
 }
 
@@ -613,7 +618,7 @@ pub(crate) fn build_request_to<N: AsRef<str>, V: AsRef<str>>(
     uri: http::Uri,
     headers: &[(N, V)],
     body: Vec<u8>,
-) -> Result<http::Request<Full<Bytes>>, http::Error> {
+) -> Result<http::Request<RequestBody>, http::Error> {
     let fields = headers.iter().map(|(name, value)| (name, value));
     build_request_from(method, uri, fields, body, |value: &V| {
         header_value(value.as_ref())
@@ -627,7 +632,7 @@ pub(crate) fn build_request_owning(
     uri: http::Uri,
     headers: Vec<(HeaderText, HeaderText)>,
     body: Vec<u8>,
-) -> Result<http::Request<Full<Bytes>>, http::Error> {
+) -> Result<http::Request<RequestBody>, http::Error> {
     build_request_from(
         method,
         uri,
@@ -646,10 +651,10 @@ fn build_request_from<N: AsRef<str>, V>(
     headers: impl ExactSizeIterator<Item = (N, V)>,
     body: Vec<u8>,
     value_of: impl Fn(V) -> Result<http::HeaderValue, http::Error>,
-) -> Result<http::Request<Full<Bytes>>, http::Error> {
+) -> Result<http::Request<RequestBody>, http::Error> {
     // Filled in place: `http::request::Builder` moves its whole request head through every
     // `header` call, which cost more than the headers themselves.
-    let mut request = http::Request::new(Full::new(Bytes::from(body)));
+    let mut request = http::Request::new(Full::new(std::io::Cursor::new(body)));
     *request.method_mut() = method;
     *request.uri_mut() = uri;
     let fields = request.headers_mut();

@@ -18,19 +18,17 @@ use std::time::{Duration, Instant};
 
 use crate::hyper_io::HyperIo;
 use a2at_core::io::TransportErrorKind;
-use bytes::Bytes;
 use futures_rustls::TlsConnector;
 use futures_rustls::rustls::pki_types::ServerName;
-use http_body_util::Full;
 use hyper::body::Incoming;
 use hyper::client::conn::http2::{Builder, SendRequest};
 
-use crate::http::{Origin, describe, open_tcp, origin_of};
+use crate::http::{Origin, RequestBody, describe, open_tcp, origin_of};
 use crate::proxy::ProxyConfig;
 use crate::runtime::{BoxFuture, Runtime};
 
 type Failure = (TransportErrorKind, String);
-type Sender = SendRequest<Full<Bytes>>;
+type Sender = SendRequest<RequestBody>;
 
 /// hyper's executor on the driver's runtime: every background future hyper starts (the
 /// connection task, stream pumps) goes to [`Runtime::spawn`].
@@ -125,7 +123,7 @@ impl<R: Runtime> Http2Connector<R> {
     /// the future holds the request once: the open connection is asked to take it at once.
     pub(crate) fn request(
         &self,
-        mut request: http::Request<Full<Bytes>>,
+        mut request: http::Request<RequestBody>,
     ) -> impl Future<Output = Result<http::Response<Incoming>, Failure>> + Send + '_ {
         use futures::future::{Either, FutureExt, ready};
         let origin = match origin_of(request.uri()) {
@@ -161,7 +159,7 @@ impl<R: Runtime> Http2Connector<R> {
     async fn request_on(
         &self,
         origin: Origin,
-        mut request: http::Request<Full<Bytes>>,
+        mut request: http::Request<RequestBody>,
     ) -> Result<http::Response<Incoming>, Failure> {
         loop {
             let (mut sender, shared) = match self.existing(&origin) {

@@ -6,8 +6,6 @@ use std::marker::PhantomData;
 use std::sync::{Arc, Mutex, Weak};
 use std::time::{Duration, Instant};
 
-use bytes::Bytes;
-use http_body_util::Full;
 use hyper::client::conn::http1::SendRequest;
 
 use crate::runtime::Runtime;
@@ -16,7 +14,7 @@ use crate::runtime::Runtime;
 /// exchange sent to it.
 pub(crate) type Origin = (bool, std::sync::Arc<str>, u16);
 
-pub(crate) type Sender = SendRequest<Full<Bytes>>;
+pub(crate) type Sender = SendRequest<crate::http::RequestBody>;
 
 /// How an [`HttpClient`](crate::HttpClient) keeps HTTP/1.1 connections open between requests.
 ///

@@ -12,8 +12,7 @@ use a2at_core::io::{
 };
 use a2at_core::protolog::{self, Channel, LogConfig, LogContext};
 use async_lock::{Semaphore, SemaphoreGuardArc};
-use bytes::Bytes;
-use http_body_util::{BodyExt, Full};
+use http_body_util::BodyExt;
 
 use crate::auth::Authenticator;
 use crate::completions;
@@ -99,7 +98,10 @@ fn protocol_log_enabled() -> bool {
 
 /// A request ready for the client, with its protocol log context when that log is on (boxed:
 /// the log is rarely on, and every exchange's future would carry the context).
-type Outgoing = (http::Request<Full<Bytes>>, Option<Box<LogContext>>);
+type Outgoing = (
+    http::Request<crate::http::RequestBody>,
+    Option<Box<LogContext>>,
+);
 
 /// What an exchange task needs from the engine.
 pub(crate) struct Transport<R> {
@@ -397,7 +399,7 @@ impl<R: Runtime> Drop for Latency<R> {
 pub(crate) fn show_hook_changes(
     shown: &mut HttpRequest,
     before: &HttpRequest,
-    after: &http::Request<http_body_util::Full<bytes::Bytes>>,
+    after: &http::Request<crate::http::RequestBody>,
     credential_in_query: bool,
 ) {
     let url = after.uri().to_string();
