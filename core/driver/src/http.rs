@@ -342,7 +342,9 @@ impl<R: Runtime> Connector<R> {
         loop {
             let (mut sender, pooled) = match self.idle.checkout(&origin) {
                 Some(sender) => (sender, true),
-                None => (self.connect(&origin).await?, false),
+                // Boxed: a connect (TCP, TLS, proxy tunnel) is a large future, and this one
+                // waits on for the answer once the request is sent.
+                None => (Box::pin(self.connect(&origin)).await?, false),
             };
             match sender.try_send_request(request).await {
                 Ok(response) => {

@@ -165,7 +165,8 @@ impl<R: Runtime> Http2Connector<R> {
             let (mut sender, shared) = match self.existing(&origin) {
                 Some(sender) => (sender, true),
                 None => {
-                    let sender = self.connect(&origin).await?;
+                    // Boxed, as the HTTP/1.1 connect is: this future waits on for the answer.
+                    let sender = Box::pin(self.connect(&origin)).await?;
                     self.connections
                         .lock()
                         .unwrap_or_else(|e| e.into_inner())
