@@ -105,6 +105,29 @@ fn outputs_never_flatten_arrays_and_skip_files() {
     );
 }
 
+/// The outputs are kept with the task's result for the run's life: each source's list has room
+/// for exactly its outputs, files and links not counted.
+#[test]
+fn outputs_are_kept_in_a_list_of_exactly_their_number() {
+    let from_artifacts = apply_all(&[
+        json!({"task":{"id":"t","status":{"state":"TASK_STATE_COMPLETED"},
+        "artifacts":[{"artifactId":"a","parts":[{"url":"https://x/y"},{"text":"t"},{"raw":"AA=="}]},
+                     {"artifactId":"b","parts":[{"data":{"k":1}}]}]}}),
+    ]);
+    let from_status = apply_all(&[status("TASK_STATE_COMPLETED", "ROLE_AGENT", "done")]);
+    let from_message = apply_all(&[json!({"message":{"messageId":"m1","role":"ROLE_AGENT",
+        "parts":[{"raw":"AA=="},{"text":"hi"}]}})]);
+    for (acc, want) in [
+        (&from_artifacts, vec![json!("t"), json!({"k": 1})]),
+        (&from_status, vec![json!("done"), json!({"k": 1})]),
+        (&from_message, vec![json!("hi")]),
+    ] {
+        let outputs = acc.outputs();
+        assert_eq!(outputs, want);
+        assert_eq!(outputs.capacity(), outputs.len(), "{outputs:?}");
+    }
+}
+
 #[test]
 fn standalone_agent_message_gives_outputs_and_its_own_received_message() {
     let m = json!({"message":{"messageId":"m1","contextId":"c","role":"ROLE_AGENT",

@@ -262,18 +262,8 @@ impl ResponseAccumulator {
     ///    agent answered with its final status message and no artifact);
     /// 3. the last standalone message not authored by the user.
     pub fn outputs(&self) -> Vec<Value> {
-        let output = |part: &Part| match &part.content {
-            PartContent::Text(t) => Some(Value::String(t.clone())),
-            PartContent::Data(d) => Some(d.clone()),
-            PartContent::Raw(_) | PartContent::Url(_) => None,
-        };
         if self.artifacts.iter().any(|a| !a.parts.is_empty()) {
-            return self
-                .artifacts
-                .iter()
-                .flat_map(|a| &a.parts)
-                .filter_map(output)
-                .collect();
+            return outputs_of(self.artifacts.iter().flat_map(|a| &a.parts));
         }
         let from_status = self
             .status_message
@@ -289,7 +279,7 @@ impl ResponseAccumulator {
         } else {
             from_status
         };
-        parts.iter().filter_map(output).collect()
+        outputs_of(parts.iter())
     }
 
     /// The text convenience: see [`convenience_text`].
@@ -300,6 +290,21 @@ impl ResponseAccumulator {
             self.messages.iter(),
         )
     }
+}
+
+/// The outputs among `parts`: text parts as strings, data parts as their value. The list has
+/// room for exactly them: it is kept with the task's result for the run's life, where a list
+/// collected one by one would keep room for four.
+fn outputs_of<'p>(parts: impl Iterator<Item = &'p Part> + Clone) -> Vec<Value> {
+    let is_output =
+        |part: &&Part| matches!(part.content, PartContent::Text(_) | PartContent::Data(_));
+    let mut outputs = Vec::with_capacity(parts.clone().filter(is_output).count());
+    outputs.extend(parts.filter_map(|part| match &part.content {
+        PartContent::Text(t) => Some(Value::String(t.clone())),
+        PartContent::Data(d) => Some(d.clone()),
+        PartContent::Raw(_) | PartContent::Url(_) => None,
+    }));
+    outputs
 }
 
 /// The text convenience of one response: the text parts of the artifacts joined with `\n`;
