@@ -315,14 +315,7 @@ impl<R: Runtime> Connector<R> {
         };
         let sending = sender.try_send_request(request);
         Either::Right(Either::Right(sending.then(move |sent| match sent {
-            Ok(response) => {
-                let lent = Lent {
-                    origin,
-                    sender,
-                    idle: self.idle.clone(),
-                };
-                Either::Left(ready(Ok((response, lent))))
-            }
+            Ok(response) => Either::Left(ready(Ok((response, self.lent(origin, sender))))),
             // The idle connection closed before it took the request: another one takes it.
             Err(mut e) => match e.take_message() {
                 Some(unsent) => Either::Right(Box::pin(self.lend_on(origin, unsent))),
@@ -347,19 +340,21 @@ impl<R: Runtime> Connector<R> {
                 None => (Box::pin(self.connect(&origin)).await?, false),
             };
             match sender.try_send_request(request).await {
-                Ok(response) => {
-                    let lent = Lent {
-                        origin,
-                        sender,
-                        idle: self.idle.clone(),
-                    };
-                    return Ok((response, lent));
-                }
+                Ok(response) => return Ok((response, self.lent(origin, sender))),
                 Err(mut e) => match e.take_message() {
                     Some(unsent) if pooled => request = unsent,
                     _ => return Err((TransportErrorKind::Io, describe(e.error()))),
                 },
             }
+        }
+    }
+
+    /// `sender`, which took a request to `origin`, lent to its exchange.
+    fn lent(&self, origin: Origin, sender: Sender) -> Lent<R> {
+        Lent {
+            origin,
+            sender,
+            idle: self.idle.clone(),
         }
     }
 

@@ -119,8 +119,8 @@ impl<R: Runtime> Http2Connector<R> {
     /// none or it closed, and waits for the response head. A request the existing connection
     /// could not take (closed meanwhile) goes to a new one.
     ///
-    /// Written with combinators, as the HTTP/1 connector's `lend` is, so that
-    /// the future holds the request once: the open connection is asked to take it at once.
+    /// Written with combinators, as the HTTP/1 connector's `lend` is, so that the future holds
+    /// the request once: the open connection is asked to take it at once.
     pub(crate) fn request(
         &self,
         mut request: http::Request<RequestBody>,
@@ -137,8 +137,7 @@ impl<R: Runtime> Http2Connector<R> {
         };
         let sending = sender.try_send_request(request);
         Either::Right(Either::Right(sending.then(move |sent| {
-            // The connection's handle is held until the answer, as the connection's own
-            // requests hold it.
+            // Held until the answer, as the send loop this replaces held it.
             drop(sender);
             match sent {
                 Ok(response) => Either::Left(ready(Ok(response))),

@@ -119,6 +119,7 @@ pub(crate) fn run_refused() {
 /// A finished subtask.
 pub(crate) fn subtask_finished(agent: &str, status: TaskStatus) {
     let outcome = status.as_str();
+    // One label beside the agent: the second value is left empty.
     let key = agent_key(SUBTASKS_TOTAL, agent, [outcome, ""], || {
         Key::from_parts(
             SUBTASKS_TOTAL,
