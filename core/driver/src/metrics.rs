@@ -442,6 +442,19 @@ mod tests {
         );
     }
 
+    /// A label set recorded again finds its kept key: one key per label set, not one per
+    /// record.
+    #[test]
+    fn a_label_set_recorded_again_reuses_its_key() {
+        for _ in 0..3 {
+            subtask_finished("zeta", TaskStatus::Success);
+            request_duration("zeta", None, "GetTask", Duration::from_millis(1));
+        }
+        subtask_finished("zeta", TaskStatus::Failed);
+        let kept = lock(&AGENT_KEYS).get("zeta").map(Vec::len);
+        assert_eq!(kept, Some(3), "success, failed and one latency key");
+    }
+
     #[test]
     fn keeps_counters_and_histograms_by_sorted_labels_and_summarises_them() {
         let recorder = InMemoryMetrics::new();
