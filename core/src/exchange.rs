@@ -160,6 +160,13 @@ mod tests {
         vec![("content-type".into(), "application/json".into())]
     }
 
+    /// `body` cut at `cuts` (ascending offsets inside it).
+    fn pieces<'b>(body: &'b [u8], cuts: &[usize]) -> impl Iterator<Item = &'b [u8]> {
+        let ends = cuts.iter().copied().chain([body.len()]);
+        let starts = [0].into_iter().chain(cuts.iter().copied());
+        starts.zip(ends).map(|(from, to)| &body[from..to])
+    }
+
     /// The items of `body` cut at `cuts`, its chunks moved in as inputs.
     fn moved_in(body: &[u8], cuts: &[usize], max_body_bytes: usize) -> String {
         let mut d = decoder(max_body_bytes);
@@ -172,11 +179,9 @@ mod tests {
                 headers: head(),
             },
         );
-        let mut from = 0;
-        for &to in cuts.iter().chain([body.len()].iter()) {
-            let chunk = body[from..to].to_vec();
+        for piece in pieces(body, cuts) {
+            let chunk = piece.to_vec();
             items.extend(decode(&mut d, Input::ResponseBody { op, chunk }));
-            from = to;
         }
         items.extend(decode(&mut d, Input::ResponseEnd { op }));
         format!("{items:?}")
@@ -187,10 +192,8 @@ mod tests {
         let mut d = decoder(max_body_bytes);
         let mut items = Vec::new();
         d.on_head(200, &head());
-        let mut from = 0;
-        for &to in cuts.iter().chain([body.len()].iter()) {
-            d.on_body(&body[from..to], &mut items);
-            from = to;
+        for piece in pieces(body, cuts) {
+            d.on_body(piece, &mut items);
         }
         d.on_end(&mut items);
         format!("{items:?}")
@@ -208,6 +211,8 @@ mod tests {
             vec![len - 1],
             (1..len).collect(),
         ] {
+            assert_eq!(pieces(ANSWER, &cuts).count(), cuts.len() + 1);
+            assert_eq!(pieces(ANSWER, &cuts).collect::<Vec<_>>().concat(), ANSWER);
             let moved = moved_in(ANSWER, &cuts, usize::MAX);
             assert!(moved.contains("state: Completed"), "{cuts:?}: {moved}");
             assert_eq!(

@@ -137,7 +137,7 @@ impl<R: Runtime> Http2Connector<R> {
         };
         let sending = sender.try_send_request(request);
         Either::Right(Either::Right(sending.then(move |sent| {
-            // Held until the answer, as the send loop this replaces held it.
+            // The connection keeps a handle of its own here until its request is answered.
             drop(sender);
             match sent {
                 Ok(response) => Either::Left(ready(Ok(response))),
